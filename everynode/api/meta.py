@@ -1,0 +1,87 @@
+"""Object-metadata helpers shared by every layer: copying, names, owner references.
+
+Stored objects are immutable and shared (storage/base.py); :func:`deep_copy` is the one way to
+get a private, mutable copy.  It is an orjson round trip, ×7 faster than ``copy.deepcopy`` on a
+Pod (python-stack.md §2).
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any
+
+import orjson
+
+Obj = dict[str, Any]
+
+# staging/src/k8s.io/apimachinery/pkg/util/rand/rand.go: no vowels, no confusable characters.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATED_NAME_LENGTH = 63
+RANDOM_LENGTH = 5
+
+
+def deep_copy(obj: Any) -> Any:
+    return orjson.loads(orjson.dumps(obj))
+
+
+def random_suffix(n: int = RANDOM_LENGTH) -> str:
+    return "".join(secrets.choice(NAME_ALPHABET) for _ in range(n))
+
+
+def generate_name(base: str) -> str:
+    """``names.SimpleNameGenerator``: base truncated to 58 characters plus 5 random ones."""
+    max_base = MAX_GENERATED_NAME_LENGTH - RANDOM_LENGTH
+    if len(base) > max_base:
+        base = base[:max_base]
+    return base + random_suffix()
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def namespace_of(obj: Obj) -> str:
+    return obj.get("metadata", {}).get("namespace") or ""
+
+
+def name_of(obj: Obj) -> str:
+    return obj.get("metadata", {}).get("name") or ""
+
+
+def key_of(obj: Obj) -> str:
+    """``namespace/name`` (or ``name`` for cluster-scoped objects), client-go's MetaNamespaceKey."""
+    ns = namespace_of(obj)
+    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
+
+
+def split_key(key: str) -> tuple[str, str]:
+    ns, _, name = key.rpartition("/")
+    return ns, name
+
+
+def controller_ref(obj: Obj) -> dict[str, Any] | None:
+    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def make_controller_ref(owner: Obj, *, api_version: str, kind: str) -> dict[str, Any]:
+    md = owner["metadata"]
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": md["name"],
+        "uid": md["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def resource_version(obj: Obj) -> int:
+    rv = obj.get("metadata", {}).get("resourceVersion") or "0"
+    try:
+        return int(rv)
+    except ValueError:
+        return 0

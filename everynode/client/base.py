@@ -1,0 +1,95 @@
+"""The client interface every controller uses, whatever the transport.
+
+Controllers talk to the API only through this interface (DESIGN.md), never to storage, so the
+same controller runs inside ``everynode up`` (in-process transport: direct calls into the
+API service, no encoding) and against any cluster (HTTP transport from a kubeconfig).
+
+Conventions:
+* ``resource`` is the registry's canonical name: ``pods``, ``nodes``, ``daemonsets.apps``,
+  ``controllerrevisions.apps``, ``leases.coordination.k8s.io``, ``events`` ...
+* ``namespace`` is ``""`` for cluster-scoped resources; in ``list``/``watch`` ``None`` means
+  all namespaces.
+* Objects are plain dicts.  Objects *returned* may be shared with a cache (in-process): treat
+  them as read-only and ``deep_copy`` before changing.
+* Errors are raised as :class:`everynode.api.errors.ApiError` carrying the server's Status, for
+  both transports (``e.code == 404``, ``e.reason == "Conflict"`` ...).
+* ``patch_type`` is one of ``"json"`` (RFC 6902), ``"merge"`` (RFC 7386), ``"strategic"``,
+  ``"apply"`` (server-side apply; needs ``field_manager``).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+from typing import Any
+
+Obj = dict[str, Any]
+
+PATCH_CONTENT_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class Client(abc.ABC):
+    @abc.abstractmethod
+    async def get(self, resource: str, name: str, *, namespace: str = "", subresource: str | None = None) -> Obj: ...
+
+    @abc.abstractmethod
+    async def list(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None, limit: int | None = None,
+                   continue_token: str | None = None, resource_version: str | None = None) -> Obj:
+        """A List object: ``{"kind": "PodList", "metadata": {"resourceVersion", "continue"?}, "items": [...]}``."""
+
+    @abc.abstractmethod
+    async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
+                     field_manager: str | None = None) -> Obj:
+        """``namespace`` defaults to ``obj.metadata.namespace``."""
+
+    @abc.abstractmethod
+    async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
+                     field_manager: str | None = None) -> Obj:
+        """PUT; ``obj.metadata.resourceVersion`` (if set) is the CAS precondition."""
+
+    async def update_status(self, resource: str, obj: Obj) -> Obj:
+        return await self.update(resource, obj, subresource="status")
+
+    @abc.abstractmethod
+    async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",
+                    subresource: str | None = None, field_manager: str | None = None, force: bool | None = None,
+                    dry_run: bool = False) -> Obj: ...
+
+    @abc.abstractmethod
+    async def delete(self, resource: str, name: str, *, namespace: str = "", grace_period_seconds: int | None = None,
+                     propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
+                     dry_run: bool = False) -> Obj:
+        """Returns what the server returns: the object (possibly with deletionTimestamp) or a Status."""
+
+    @abc.abstractmethod
+    async def delete_collection(self, resource: str, *, namespace: str | None = None,
+                                label_selector: str | None = None, field_selector: str | None = None) -> Obj: ...
+
+    @abc.abstractmethod
+    async def create_subresource(self, resource: str, name: str, subresource: str, body: Obj, *,
+                                 namespace: str = "") -> Obj:
+        """POST to a subresource: ``pods/binding``, ``pods/eviction``."""
+
+    @abc.abstractmethod
+    def watch(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None, resource_version: str | None = None,
+              allow_bookmarks: bool = True, timeout_seconds: int | None = None,
+              send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
+        """Yields ``{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", "object": {...}}``.
+
+        An ``ERROR`` event in the stream (e.g. 410 Expired) is raised as ApiError instead."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,67 @@
+"""One injected clock for every component, so the same code runs in real or virtual time.
+
+Design choice: components wait with plain asyncio (``asyncio.sleep``, ``loop.call_later``) and
+read wall-clock time only through a :class:`Clock`.  In real time the clock is ``time.time``.
+In virtual time the event loop itself runs on virtual time (it jumps to the next timer when
+nothing is ready, see ``everynode.simulation.virtualtime``), and :class:`LoopClock` derives wall
+time from the loop's time, so timestamps written into objects move with the virtual clock.
+The trade-off: virtual time only works where every waiter uses the loop (no threads, no real
+sockets needed for progress) — true for the in-process transport, which is what it is for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+
+
+class Clock:
+    """Wall-clock time (seconds since the epoch) plus a monotonic reading."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    def rfc3339(self, ts: float | None = None) -> str:
+        """``metav1.Time`` text: second precision, UTC, ``Z`` suffix."""
+        return format_rfc3339(self.now() if ts is None else ts)
+
+    def rfc3339_micro(self, ts: float | None = None) -> str:
+        """``metav1.MicroTime`` text (leases, events.k8s.io): microseconds, ``Z`` suffix."""
+        t = self.now() if ts is None else ts
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+RealClock = Clock
+
+
+class LoopClock(Clock):
+    """Wall time derived from the running loop's time (virtual under a virtual-time loop)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, epoch: float | None = None):
+        self._loop = loop
+        self._epoch = time.time() if epoch is None else epoch
+        self._t0 = loop.time()
+
+    def now(self) -> float:
+        return self._epoch + (self._loop.time() - self._t0)
+
+    def monotonic(self) -> float:
+        return self._loop.time()
+
+
+def format_rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> float:
+    """Parse ``2024-01-02T03:04:05Z`` / with fractions / with an offset into epoch seconds."""
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    return datetime.fromisoformat(text).timestamp()
