@@ -1,0 +1,101 @@
+"""The `everynode` command line (click + rich).
+
+Commands follow DESIGN.md's contract exactly (names, flags, defaults).  Errors a user can cause
+— a busy port, an unwritable data dir, a kubeconfig that points nowhere — end in one line on
+stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from everynode import __version__
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _run(coro: object) -> None:
+    try:
+        import uvloop  # noqa: PLC0415
+
+        uvloop.run(coro)  # type: ignore[arg-type]
+    except ImportError:  # pragma: no cover - non-Linux
+        asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="everynode")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
+    """everynode — the Kubernetes DaemonSet, with an embedded control plane and simulated nodes."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+    _configure_logging(verbose)
+
+
+@main.command()
+@click.option("--nodes", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Simulated worker nodes worker-1 … worker-N.")
+@click.option("--control-planes", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Simulated control-plane nodes control-plane-1 … (tainted NoSchedule).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Listen address.")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=6443, show_default=True,
+              help="HTTPS port; 0 picks a free one.")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=Path(".everynode"), show_default=True,
+              help="SQLite database, TLS material, kubeconfig.")
+@click.option("--in-memory", is_flag=True, help="No persistence.")
+@click.option("--kubeconfig", type=click.Path(path_type=Path), default=None,
+              help="Where the admin kubeconfig is written [default: DATA_DIR/kubeconfig].")
+@click.option("--pod-startup", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Simulated seconds from binding to Running + Ready.")
+@click.option("--disable", default="", metavar="C,…",
+              help="Components not to run: daemonset, scheduler, kubelet, node-lifecycle, pod-gc, garbage-collector.")
+@click.option("--node-monitor-grace-period", type=click.FloatRange(min=1), default=50.0, show_default=True,
+              help="Seconds without kubelet heartbeats before a node is marked Unknown.")
+@click.option("--apply", "apply_files", multiple=True, type=click.Path(path_type=Path),
+              help="Manifest file(s) to apply (server-side) once the cluster is ready.")
+def up(nodes: int, control_planes: int, host: str, port: int, data_dir: Path, in_memory: bool,
+       kubeconfig: Path | None, pod_startup: float, disable: str, node_monitor_grace_period: float,
+       apply_files: tuple[Path, ...]) -> None:
+    """Run the embedded cluster in the foreground until Ctrl-C (SIGINT) or SIGTERM."""
+    from everynode.product.controlplane import ControlPlaneConfig
+    from everynode.product.up import run_up
+
+    config = ControlPlaneConfig(
+        nodes=nodes, control_planes=control_planes, host=host, port=port, data_dir=data_dir,
+        in_memory=in_memory, kubeconfig=kubeconfig, pod_startup=pod_startup,
+        disable=frozenset(c.strip() for c in disable.split(",") if c.strip()),
+        node_monitor_grace_period=node_monitor_grace_period,
+    )
+    code = 0
+
+    async def runner() -> None:
+        nonlocal code
+        code = await run_up(config, apply_files=list(apply_files))
+
+    _run(runner())
+    sys.exit(code)
+
+
+@main.command()
+def version() -> None:
+    """Print the everynode version."""
+    click.echo(f"everynode {__version__}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,262 @@
+"""Assembles the embedded control plane: storage, API service, HTTPS server, controllers,
+scheduler and the kubelet simulation — the one object behind `everynode up` and
+``everynode.Cluster``.
+
+Every component talks to the API through the in-process client (no HTTP, no encoding), while
+the HTTPS server serves kubectl and other clients from the same service.  Components are
+started in dependency order and can be switched off one by one (``--disable``), so that a user
+can bring their own controller (as with envtest) and tests can step by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from everynode.api.errors import ApiError
+from everynode.apiserver.service import ApiService
+from everynode.client.inprocess import InProcessClient
+from everynode.clock import Clock
+from everynode.product.nodes import contract_nodes
+from everynode.storage.base import Store
+
+log = logging.getLogger(__name__)
+
+COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector")
+
+Progress = Callable[[str], None]
+
+
+class ControlPlaneError(Exception):
+    """A start-up problem with a one-line, user-facing message (no traceback)."""
+
+
+@dataclass
+class ControlPlaneConfig:
+    nodes: int = 3
+    control_planes: int = 1
+    host: str = "127.0.0.1"
+    port: int = 6443
+    data_dir: Path = Path(".everynode")
+    in_memory: bool = False
+    kubeconfig: Path | None = None
+    pod_startup: float = 1.0
+    disable: frozenset[str] = frozenset()
+    serve_http: bool = True
+    fsync: bool = False
+    node_monitor_grace_period: float = 50.0
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.kubeconfig if self.kubeconfig is not None else self.data_dir / "kubeconfig"
+
+
+@dataclass
+class ControlPlane:
+    config: ControlPlaneConfig
+    clock: Clock = field(default_factory=Clock)
+    store: Store | None = None
+    service: ApiService | None = None
+    client: InProcessClient | None = None
+    server: Any = None
+    components: dict[str, Any] = field(default_factory=dict)
+    informers: Any = None
+    ready: bool = False
+
+    @property
+    def url(self) -> str | None:
+        return getattr(self.server, "url", None)
+
+    async def start(self, *, progress: Progress | None = None) -> None:
+        say = progress or (lambda _msg: None)
+        cfg = self.config
+        unknown = set(cfg.disable) - set(COMPONENTS)
+        if unknown:
+            raise ControlPlaneError(
+                f"unknown component(s) for --disable: {', '.join(sorted(unknown))} "
+                f"(choose from {', '.join(COMPONENTS)})")
+        self.store = await self._open_store(say)
+        self.service = ApiService(self.store, clock=self.clock)
+        if hasattr(self.service, "start"):
+            await self.service.start()
+        self.client = InProcessClient(self.service)
+        if cfg.serve_http:
+            await self._serve(say)
+        await self._ensure_nodes(say)
+        await self._start_components(say)
+        self.ready = True
+        if self.server is not None and hasattr(self.server, "set_ready"):
+            self.server.set_ready(True)
+        say("ready")
+
+    async def _open_store(self, say: Progress) -> Store:
+        cfg = self.config
+        if cfg.in_memory:
+            from everynode.storage.memory import MemoryStore
+
+            say("storage: in memory")
+            return MemoryStore()
+        from everynode.storage.sqlite import SqliteStore
+
+        try:
+            cfg.data_dir.mkdir(parents=True, exist_ok=True)
+            probe = cfg.data_dir / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise ControlPlaneError(f"data dir {cfg.data_dir} is not writable: {e.strerror or e}") from None
+        path = cfg.data_dir / "everynode.db"
+        say(f"storage: {path}")
+        try:
+            return SqliteStore(path, fsync=cfg.fsync)
+        except Exception as e:  # sqlite3.DatabaseError and friends
+            raise ControlPlaneError(f"cannot open {path}: {e}") from None
+
+    def _token(self) -> str:
+        cfg = self.config
+        if cfg.in_memory:
+            return secrets.token_urlsafe(32)
+        path = cfg.data_dir / "token"
+        if path.exists():
+            return path.read_text().strip()
+        token = secrets.token_urlsafe(32)
+        path.write_text(token + "\n")
+        os.chmod(path, 0o600)
+        return token
+
+    async def _serve(self, say: Progress) -> None:
+        from everynode.apiserver import kubeconfig as kubeconfig_writer
+        from everynode.apiserver import server as http_server
+        from everynode.apiserver import tls
+
+        cfg = self.config
+        pki = cfg.data_dir / "pki" if not cfg.in_memory else None
+        certs = tls.ensure_certs(pki, hosts=[cfg.host])
+        token = self._token()
+        try:
+            self.server = await http_server.serve(self.service, host=cfg.host, port=cfg.port, certs=certs, token=token)
+        except OSError as e:
+            if e.errno in (98, 48):  # EADDRINUSE (Linux, macOS)
+                raise ControlPlaneError(
+                    f"port {cfg.port} on {cfg.host} is already in use (another `everynode up`? "
+                    f"choose one with --port, or --port 0 for a free one)") from None
+            raise ControlPlaneError(f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}") from None
+        path = cfg.kubeconfig_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kubeconfig_writer.write_kubeconfig(path, server=self.server.url, ca_pem=certs.ca_pem, token=token)
+        say(f"API server: {self.server.url}")
+        say(f"kubeconfig: {path}")
+
+    async def _ensure_nodes(self, say: Progress) -> None:
+        assert self.client is not None
+        wanted = contract_nodes(workers=self.config.nodes, control_planes=self.config.control_planes)
+        created = 0
+        for node in wanted:
+            try:
+                await self.client.create("nodes", node)
+                created += 1
+            except ApiError as e:
+                if e.code != 409:  # already there from an earlier run on this data dir
+                    raise
+        say(f"nodes: {len(wanted)} ({created} created)")
+
+    async def _start_components(self, say: Progress) -> None:
+        from everynode.client.events import EventRecorder
+        from everynode.client.informer import SharedInformerFactory
+
+        assert self.client is not None
+        client, clock, cfg = self.client, self.clock, self.config
+        self.informers = SharedInformerFactory(client)
+        enabled = [c for c in COMPONENTS if c not in cfg.disable]
+
+        def recorder(component: str) -> EventRecorder:
+            return EventRecorder(client, component=component, clock=clock)
+
+        if "garbage-collector" in enabled:
+            from everynode.controllers.garbagecollector import GarbageCollector
+            from everynode.controllers.namespace import NamespaceController
+
+            self.components["garbage-collector"] = GarbageCollector(client, informers=self.informers, clock=clock)
+            self.components["namespace"] = NamespaceController(client, informers=self.informers, clock=clock)
+        if "node-lifecycle" in enabled:
+            from everynode.controllers.nodelifecycle import NodeLifecycleController
+            from everynode.controllers.tainteviction import TaintEvictionController
+
+            self.components["node-lifecycle"] = NodeLifecycleController(
+                client, self.informers, clock, recorder=recorder("node-controller"),
+                grace_period=cfg.node_monitor_grace_period)
+            self.components["taint-eviction"] = TaintEvictionController(
+                client, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
+        if "pod-gc" in enabled:
+            from everynode.controllers.podgc import PodGC
+
+            self.components["pod-gc"] = PodGC(client, informers=self.informers, clock=clock)
+        if "scheduler" in enabled:
+            from everynode.scheduler.scheduler import Scheduler
+
+            self.components["scheduler"] = Scheduler(client, clock=clock, informers=self.informers,
+                                                     recorder=recorder("default-scheduler"))
+        if "kubelet" in enabled:
+            from everynode.kubelet.simulator import KubeletSimulator
+
+            self.components["kubelet"] = KubeletSimulator(client, clock=clock, informers=self.informers,
+                                                          pod_startup=cfg.pod_startup, recorder=recorder("kubelet"))
+        if "daemonset" in enabled:
+            from everynode.controllers.daemonset.controller import DaemonSetController
+
+            self.components["daemonset"] = DaemonSetController(client, clock=clock, informers=self.informers,
+                                                               recorder=recorder("daemonset-controller"))
+        for name, component in self.components.items():
+            say(f"starting {name}")
+            await component.start()
+
+    async def stop(self) -> None:
+        self.ready = False
+        for component in reversed(list(self.components.values())):
+            try:
+                await component.stop()
+            except Exception as e:  # pragma: no cover - best effort on shutdown
+                log.debug("stopping %s: %s", component, e)
+        self.components.clear()
+        if self.informers is not None and hasattr(self.informers, "stop"):
+            await self.informers.stop()
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+        if self.client is not None:
+            await self.client.close()
+        if self.service is not None and hasattr(self.service, "stop"):
+            await self.service.stop()
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
+
+    async def apply_manifests(self, paths: Iterable[Path]) -> list[str]:
+        """Create (or leave unchanged) the objects of YAML manifests; returns kubectl-style lines."""
+        from everynode.product.manifests import apply_file
+
+        assert self.client is not None
+        lines: list[str] = []
+        for path in paths:
+            lines += await apply_file(self.client, path)
+        return lines
+
+
+async def wait_for(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.05) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(interval)
