@@ -1,0 +1,254 @@
+"""The official Kubernetes 1.33 object schemas, read at run time from kubernetes-validate.
+
+Why: strategic merge patch needs each list's patch strategy and merge key, strict field
+validation (``fieldValidation=Strict``) needs the set of known fields, and ``kubectl explain``
+needs the descriptions.  All three live in the upstream OpenAPI definitions, which the
+``kubernetes-validate`` package ships as ``_definitions.json`` (JSON Schema ``$defs``).  We read
+that file from the installed package (DESIGN.md, "Dependencies": never copied into the repo),
+once, lazily, and compile each definition on first use into a small :class:`Node` tree so hot
+paths (one strict check per write, one SMP per patch) are dictionary lookups, not schema walks.
+
+Upstream counterparts: the patch metadata is what ``strategicpatch.LookupPatchMeta`` reads
+from Go struct tags; the unknown-field paths are what ``sigs.k8s.io/json`` strict decoding
+reports (``spec.template.spec.containers[0].foo``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+SCHEMA_VERSION = "v1.33.0-local"
+_REF_PREFIX = "#/$defs/"
+
+
+@functools.cache
+def definitions() -> dict[str, dict[str, Any]]:
+    """All definitions by name (``io.k8s.api.apps.v1.DaemonSet`` → schema). Loaded once."""
+    path = (importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
+            / SCHEMA_VERSION / "_definitions.json")
+    return orjson.loads(path.read_bytes())["$defs"]
+
+
+@functools.cache
+def _gvk_index() -> dict[tuple[str, str], str]:
+    index: dict[tuple[str, str], str] = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            group, version = gvk.get("group", ""), gvk["version"]
+            api_version = f"{group}/{version}" if group else version
+            index.setdefault((api_version, gvk["kind"]), name)
+    return index
+
+
+def definition_name(api_version: str, kind: str) -> str | None:
+    """The definition for a served kind (via ``x-kubernetes-group-version-kind``), or None."""
+    return _gvk_index().get((api_version, kind))
+
+
+def ref_name(ref: str) -> str:
+    return ref[len(_REF_PREFIX):] if ref.startswith(_REF_PREFIX) else ref
+
+
+def resolve(ref: str) -> dict[str, Any]:
+    """``#/$defs/<name>`` (or a bare name) → that definition. KeyError if unknown."""
+    return definitions()[ref_name(ref)]
+
+
+def _types(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    t = schema.get("type")
+    if t is None:
+        return ()
+    if isinstance(t, str):
+        return (t,)
+    return tuple(x for x in t if x != "null")
+
+
+class Node:
+    """One compiled schema position.
+
+    ``kind`` is "object" (known ``props``), "map" (``values`` for every key), "array"
+    (``items``), "open" (anything goes: preserve-unknown-fields, schemaless objects) or
+    "scalar".  Array nodes carry the list's patch metadata.
+    """
+
+    __slots__ = ("kind", "props", "values", "items", "strategy", "merge_key", "list_type",
+                 "list_map_keys", "retain_keys", "definition")
+
+    def __init__(self) -> None:
+        self.kind = "scalar"
+        self.props: dict[str, Node] = {}
+        self.values: Node | None = None
+        self.items: Node | None = None
+        self.strategy: str = ""          # "merge", "replace" or "" (SMP default: replace lists / merge maps)
+        self.merge_key: str = ""
+        self.list_type: str = ""
+        self.list_map_keys: tuple[str, ...] = ()
+        self.retain_keys = False
+        self.definition: str = ""
+
+    def child(self, key: str) -> Node | None:
+        if self.kind == "object":
+            return self.props.get(key)
+        if self.kind == "map":
+            return self.values
+        return None
+
+    def __repr__(self) -> str:
+        return f"Node({self.kind}, {self.definition or ''})"
+
+
+OPEN = Node()
+OPEN.kind = "open"
+
+_DEF_NODES: dict[str, Node] = {}
+
+
+def definition_node(name: str) -> Node:
+    """The compiled node for a definition (cached; recursion-safe)."""
+    node = _DEF_NODES.get(name)
+    if node is None:
+        node = Node()
+        node.definition = name
+        _DEF_NODES[name] = node  # before filling: self-referencing definitions (JSONSchemaProps)
+        _fill(node, definitions()[name])
+    return node
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Node:
+    if "$ref" in schema:
+        return definition_node(ref_name(schema["$ref"]))
+    node = Node()
+    _fill(node, schema)
+    return node
+
+
+def _fill(node: Node, schema: Mapping[str, Any]) -> None:
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        node.kind = "open"
+        return
+    types = _types(schema)
+    if "properties" in schema:
+        node.kind = "object"
+        node.props = {k: compile_schema(v) for k, v in schema["properties"].items()}
+    elif "array" in types:
+        node.kind = "array"
+        node.items = compile_schema(schema["items"]) if "items" in schema else OPEN
+        strategies = [s for s in (schema.get("x-kubernetes-patch-strategy") or "").split(",") if s]
+        node.retain_keys = "retainKeys" in strategies
+        others = [s for s in strategies if s != "retainKeys"]
+        node.strategy = others[0] if others else ""
+        node.merge_key = schema.get("x-kubernetes-patch-merge-key", "")
+        node.list_type = schema.get("x-kubernetes-list-type", "")
+        node.list_map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+    elif isinstance(schema.get("additionalProperties"), Mapping):
+        node.kind = "map"
+        node.values = compile_schema(schema["additionalProperties"])
+    elif "object" in types:
+        node.kind = "open"  # schemaless object: RawExtension, FieldsV1, JSON
+    else:
+        node.kind = "scalar"
+        if "x-kubernetes-patch-strategy" in schema:  # e.g. retainKeys on a struct-valued field
+            node.retain_keys = "retainKeys" in schema["x-kubernetes-patch-strategy"]
+
+
+def kind_node(api_version: str, kind: str) -> Node | None:
+    name = definition_name(api_version, kind)
+    return definition_node(name) if name else None
+
+
+def field_schema(def_name: str, path: tuple[str, ...]) -> dict[str, Any] | None:
+    """The raw schema of a field below a definition; list items are stepped into implicitly.
+
+    ``field_schema("io.k8s.api.apps.v1.DaemonSet", ("spec", "template", "spec", "containers"))``
+    returns the ``containers`` property (with its patch extensions).
+    """
+    schema: Mapping[str, Any] = definitions()[def_name]
+    for key in path:
+        while True:
+            if "$ref" in schema:
+                schema = resolve(schema["$ref"])
+            elif "array" in _types(schema) and "items" in schema and "properties" not in schema:
+                schema = schema["items"]
+            else:
+                break
+        props = schema.get("properties")
+        if props is not None:
+            if key not in props:
+                return None
+            schema = props[key]
+        elif isinstance(schema.get("additionalProperties"), Mapping):
+            schema = schema["additionalProperties"]
+        else:
+            return None
+    return dict(schema)
+
+
+def _node_at(def_name: str, path: tuple[str, ...]) -> Node | None:
+    node: Node | None = definition_node(def_name)
+    for key in path:
+        while node is not None and node.kind == "array":
+            node = node.items
+        if node is None:
+            return None
+        node = node.child(key)
+    return node
+
+
+def patch_meta(def_name: str, path: tuple[str, ...]) -> tuple[str, str, str, tuple[str, ...]]:
+    """``(strategy, merge_key, list_type, list_map_keys)`` of a list field ("" when absent).
+
+    ``strategy`` includes ``retainKeys`` when the field has it (``"merge,retainKeys"``).
+    """
+    node = _node_at(def_name, path)
+    if node is None or node.kind != "array":
+        return ("", "", "", ())
+    strategy = node.strategy
+    if node.retain_keys:
+        strategy = f"{strategy},retainKeys" if strategy else "retainKeys"
+    return (strategy, node.merge_key, node.list_type, node.list_map_keys)
+
+
+def unknown_fields(api_version: str, kind: str, obj: Mapping[str, Any]) -> list[str]:
+    """Dotted paths of fields the schema does not know, in document order.
+
+    Maps (labels, annotations, data, nodeSelector, …), schemaless objects and
+    ``x-kubernetes-preserve-unknown-fields`` are open.  Unknown kinds report nothing.
+    """
+    node = kind_node(api_version, kind)
+    if node is None:
+        return []
+    out: list[str] = []
+    _walk_unknown(node, obj, "", out)
+    return out
+
+
+def _walk_unknown(node: Node, value: Any, path: str, out: list[str]) -> None:
+    kind = node.kind
+    if kind == "object":
+        if not isinstance(value, dict):
+            return
+        props = node.props
+        for key, sub in value.items():
+            child = props.get(key)
+            sub_path = f"{path}.{key}" if path else key
+            if child is None:
+                out.append(sub_path)
+            elif child.kind != "scalar" and child.kind != "open" and sub is not None:
+                _walk_unknown(child, sub, sub_path, out)
+    elif kind == "array":
+        items = node.items
+        if items is None or items.kind in ("scalar", "open") or not isinstance(value, list):
+            return
+        for i, item in enumerate(value):
+            _walk_unknown(items, item, f"{path}[{i}]", out)
+    elif kind == "map":
+        values = node.values
+        if values is None or values.kind in ("scalar", "open") or not isinstance(value, dict):
+            return
+        for key, sub in value.items():
+            _walk_unknown(values, sub, f"{path}[{key}]", out)

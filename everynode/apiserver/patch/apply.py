@@ -1,0 +1,434 @@
+"""Server-side apply and ``metadata.managedFields`` bookkeeping (a structured-merge-diff subset).
+
+Why: ``kubectl apply --server-side`` sends ``application/apply-patch+yaml`` and relies on field
+ownership: a changed field another manager owns is a 409 conflict unless ``force=true``, and
+fields the applier owned but no longer sends are removed (kubectl-contract.md §4, §7).
+Upstream does this with sigs.k8s.io/structured-merge-diff driven by the OpenAPI schema; here
+the same schema (:mod:`everynode.api.schema`) drives a deliberately small model that is exact
+for the cases kubectl exercises:
+
+* a field set is a set of paths in FieldsV1 notation (``f:<field>``, ``k:{"name":"x"}`` for
+  items of keyed lists, ``v:<json>`` for items of sets); leaf fields, list items and non-empty
+  map-typed fields (labels, annotations, …) are members, rendered with ``.`` when they also
+  have children; lists without keys are atomic (one member);
+* ``apply_server_side`` merges the applied configuration into the live object (maps merge,
+  keyed lists merge by key, sets union, atomic lists replace), reports conflicts for fields
+  owned by other managers whose live value differs from the applied one (message and causes as
+  ``internal/conflict.go``), removes fields it owned before and no longer applies unless
+  someone else owns them, and records an ``Apply`` entry;
+* ``record_managed_fields`` gives an ``Update`` manager (POST/PUT/PATCH) the fields it added or
+  changed, taking them from other managers, as upstream does for non-apply writes.
+System fields (apiVersion, kind, metadata name/namespace/uid/resourceVersion/generation/
+creationTimestamp/managedFields, …) are never tracked; ``status`` is not tracked for writes to
+the main resource of kinds with a status subresource (and ``spec`` not for status writes).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from everynode.api import registry, schema
+from everynode.api.errors import ApiError, bad_request, status
+from everynode.api.gojson import go_json
+from everynode.api.meta import deep_copy
+from everynode.api.schema import Node
+
+Path = tuple[str, ...]
+
+_STRIPPED: frozenset[Path] = frozenset({
+    ("f:apiVersion",), ("f:kind",),
+    ("f:metadata", "f:name"), ("f:metadata", "f:namespace"), ("f:metadata", "f:uid"),
+    ("f:metadata", "f:resourceVersion"), ("f:metadata", "f:generation"),
+    ("f:metadata", "f:creationTimestamp"), ("f:metadata", "f:selfLink"),
+    ("f:metadata", "f:managedFields"), ("f:metadata", "f:deletionTimestamp"),
+    ("f:metadata", "f:deletionGracePeriodSeconds"), ("f:metadata",),
+})
+
+
+# --------------------------------------------------------------------------- field sets
+
+def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
+    return "k:" + go_json({k: item[k] for k in keys if k in item}).decode()
+
+
+def _list_keys(node: Node | None) -> tuple[str, ...] | None:
+    """Keys of an associative list, () for a set, None for an atomic list."""
+    if node is None or node.kind != "array":
+        return None
+    if node.list_type == "map" and node.list_map_keys:
+        return node.list_map_keys
+    if node.list_type == "set":
+        return ()
+    if node.strategy == "merge":
+        return (node.merge_key,) if node.merge_key else ()
+    return None
+
+
+def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.add(path)
+            return
+        if node is not None and node.kind == "map" and path:
+            out.add(path)
+        for key, sub in value.items():
+            child = node.child(key) if node is not None else None
+            sub_path = (*path, f"f:{key}")
+            if isinstance(sub, (dict, list)) and child is not None and child.kind not in ("scalar", "open"):
+                _collect(sub, child, sub_path, out)
+            elif isinstance(sub, dict) and child is None and node is not None and node.kind == "map":
+                out.add(sub_path)  # map values are atomic unless typed
+            else:
+                out.add(sub_path)
+        return
+    if isinstance(value, list):
+        keys = _list_keys(node)
+        items = node.items if node is not None else None
+        if keys is None or not value:
+            out.add(path)
+            return
+        for item in value:
+            if keys and isinstance(item, dict):
+                item_path = (*path, _key_element(item, keys))
+                out.add(item_path)
+                _collect(item, items, item_path, out)
+            else:
+                out.add((*path, "v:" + go_json(item).decode()))
+        return
+    out.add(path)
+
+
+def field_set(obj: dict[str, Any], *, api_version: str, kind: str, subresource: str | None = None) -> set[Path]:
+    """The tracked field set of ``obj`` (system fields and the other half of status/spec removed)."""
+    node = schema.kind_node(api_version, kind)
+    out: set[Path] = set()
+    _collect(obj, node, (), out)
+    skip = _untracked_top(api_version, kind, subresource)
+    return {p for p in out if p not in _STRIPPED and (not p or p[0] not in skip)}
+
+
+def _untracked_top(api_version: str, kind: str, subresource: str | None) -> frozenset[str]:
+    rt = registry.by_kind(api_version, kind)
+    has_status = rt is not None and rt.subresource("status") is not None
+    if subresource == "status":
+        return frozenset({"f:spec"})
+    return frozenset({"f:status"}) if has_status else frozenset()
+
+
+def fields_v1(paths: set[Path]) -> dict[str, Any]:
+    """Render a field set as a FieldsV1 tree."""
+    root: dict[str, Any] = {}
+    members: set[Path] = set(paths)
+    for path in sorted(paths):
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+    _mark(root, (), members)
+    return root
+
+
+def _mark(tree: dict[str, Any], path: Path, members: set[Path]) -> None:
+    for key, child in tree.items():
+        if key == ".":
+            continue
+        child_path = (*path, key)
+        if child:
+            _mark(child, child_path, members)
+            if child_path in members:
+                tree[key] = {".": {}, **child}
+
+
+def parse_fields_v1(tree: dict[str, Any], path: Path = ()) -> set[Path]:
+    out: set[Path] = set()
+    for key, child in (tree or {}).items():
+        if key == ".":
+            continue
+        child_path = (*path, key)
+        if not child or "." in child:
+            out.add(child_path)
+        if child:
+            out |= parse_fields_v1(child, child_path)
+    return out
+
+
+def path_string(path: Path) -> str:
+    """structured-merge-diff's ``Path.String()``: ``.spec.containers[name="x"].image``."""
+    parts: list[str] = []
+    for element in path:
+        prefix, _, rest = element.partition(":")
+        if prefix == "f":
+            parts.append("." + rest)
+        elif prefix == "k":
+            keys = json.loads(rest)
+            parts.append("[" + ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in keys.items()) + "]")
+        elif prefix == "v":
+            parts.append(f"[={rest}]")
+        elif prefix == "i":
+            parts.append(f"[{rest}]")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- navigation
+
+_MISSING = object()
+
+
+def _step(value: Any, element: str) -> Any:
+    prefix, _, rest = element.partition(":")
+    if prefix == "f":
+        return value.get(rest, _MISSING) if isinstance(value, dict) else _MISSING
+    if not isinstance(value, list):
+        return _MISSING
+    if prefix == "k":
+        keys = json.loads(rest)
+        for item in value:
+            if isinstance(item, dict) and all(item.get(k, _MISSING) == v for k, v in keys.items()):
+                return item
+        return _MISSING
+    if prefix == "v":
+        wanted = json.loads(rest)
+        return next((item for item in value if item == wanted), _MISSING)
+    if prefix == "i":
+        i = int(rest)
+        return value[i] if 0 <= i < len(value) else _MISSING
+    return _MISSING
+
+
+def _get(obj: Any, path: Path) -> Any:
+    value = obj
+    for element in path:
+        value = _step(value, element)
+        if value is _MISSING:
+            return _MISSING
+    return value
+
+
+def _remove(obj: Any, path: Path) -> None:
+    """Delete the member at ``path`` from a private (mutable) object, if present."""
+    parent = _get(obj, path[:-1])
+    if parent is _MISSING:
+        return
+    element = path[-1]
+    prefix, _, rest = element.partition(":")
+    if prefix == "f" and isinstance(parent, dict):
+        parent.pop(rest, None)
+    elif isinstance(parent, list):
+        target = _step(parent, element)
+        if target is not _MISSING:
+            for i, item in enumerate(parent):
+                if item is target:
+                    del parent[i]
+                    break
+
+
+# --------------------------------------------------------------------------- merge
+
+def _merge(live: Any, applied: Any, node: Node | None) -> Any:
+    if isinstance(live, dict) and isinstance(applied, dict):
+        out = dict(live)
+        for key, value in applied.items():
+            child = node.child(key) if node is not None else None
+            out[key] = _merge(live.get(key, _MISSING), value, child) if key in live else deep_copy(value)
+        return out
+    if isinstance(live, list) and isinstance(applied, list):
+        keys = _list_keys(node)
+        if keys is None:
+            return deep_copy(applied)
+        items = node.items if node is not None else None
+        out_list = list(live)
+        for item in applied:
+            if keys and isinstance(item, dict):
+                ident = {k: item.get(k) for k in keys}
+                for i, existing in enumerate(out_list):
+                    if isinstance(existing, dict) and all(existing.get(k) == v for k, v in ident.items()):
+                        out_list[i] = _merge(existing, item, items)
+                        break
+                else:
+                    out_list.append(deep_copy(item))
+            elif item not in out_list:
+                out_list.append(deep_copy(item))
+        return out_list
+    return deep_copy(applied)
+
+
+# --------------------------------------------------------------------------- managedFields
+
+def _timestamp(now: float | str | datetime) -> str:
+    if isinstance(now, str):
+        return now
+    if isinstance(now, datetime):
+        return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _entries(obj: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not obj:
+        return []
+    return [dict(e) for e in (obj.get("metadata") or {}).get("managedFields") or []]
+
+
+def _identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (entry.get("manager", ""), entry.get("operation", ""), entry.get("apiVersion", ""),
+            entry.get("subresource", ""))
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    """``printManager`` from upstream's conflict.go (manager identity, no time)."""
+    text = json.dumps(entry.get("manager", ""))
+    if entry.get("subresource"):
+        text = f"{text} with subresource {json.dumps(entry['subresource'])}"
+    if entry.get("operation") == "Update":
+        text = f"{text} using {entry.get('apiVersion', '')}"
+    return text
+
+
+def _make_entry(manager: str, operation: str, api_version: str, time: str, paths: set[Path],
+                subresource: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
+                             "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def _store_entries(obj: dict[str, Any], entries: list[tuple[dict[str, Any], set[Path]]]) -> None:
+    rendered = []
+    for entry, paths in entries:
+        if not paths:
+            continue
+        entry = dict(entry)
+        entry["fieldsV1"] = fields_v1(paths)
+        rendered.append(entry)
+    md = dict(obj.get("metadata") or {})
+    if rendered:
+        md["managedFields"] = rendered
+    else:
+        md.pop("managedFields", None)
+    obj["metadata"] = md
+
+
+def _conflict_error(conflicts: list[tuple[dict[str, Any], Path]]) -> ApiError:
+    conflicts = sorted(conflicts, key=lambda c: (_describe(c[0]), path_string(c[1])))
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_describe(e)}", "field": path_string(p)}
+              for e, p in conflicts]
+    if len(conflicts) == 1:
+        entry, path = conflicts[0]
+        message = f"Apply failed with 1 conflict: conflict with {_describe(entry)}: {path_string(path)}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for entry, path in conflicts:
+            by_manager.setdefault(_describe(entry), []).append(path_string(path))
+        lines: list[str] = []
+        for manager in sorted(by_manager):
+            lines.append(f"conflicts with {manager}:")
+            lines.extend(f"- {p}" for p in by_manager[manager])
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    return ApiError(status(409, "Conflict", message, {"causes": causes}))
+
+
+def apply_server_side(live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str, force: bool,
+                      now: float | str | datetime, api_version: str, kind: str,
+                      subresource: str | None = None) -> dict[str, Any]:
+    """Merge an apply configuration into ``live`` (None: create) with field-ownership rules.
+
+    Returns a new, private object; raises a 409 Conflict ApiError for conflicts unless ``force``.
+    """
+    if not isinstance(applied, dict):
+        raise bad_request("error decoding YAML: apply configuration must be an object")
+    if not manager:
+        raise bad_request("PATCH request must contain a fieldManager for apply")
+    node = schema.kind_node(api_version, kind)
+    applied_clean = {k: v for k, v in applied.items() if k != "status" or subresource == "status"}
+    meta = dict(applied_clean.get("metadata") or {})
+    meta.pop("managedFields", None)
+    applied_clean["metadata"] = meta
+    applied_set = field_set(applied_clean, api_version=api_version, kind=kind, subresource=subresource)
+    entries = [(e, parse_fields_v1(e.get("fieldsV1") or {})) for e in _entries(live)]
+    me = (manager, "Apply", api_version, subresource or "")
+    mine = next((paths for e, paths in entries if _identity(e) == me), set())
+
+    base = live if live is not None else {}
+    conflicts: list[tuple[dict[str, Any], Path]] = []
+    for entry, paths in entries:
+        if _identity(entry) == me:
+            continue
+        for path in applied_set & paths:
+            live_value, new_value = _get(base, path), _get(applied_clean, path)
+            if isinstance(live_value, dict) and isinstance(new_value, dict):
+                continue
+            if live_value is not _MISSING and live_value != new_value:
+                conflicts.append((entry, path))
+    if conflicts and not force:
+        raise _conflict_error(conflicts)
+    if force:
+        taken = {p for _, p in conflicts}
+        entries = [(e, paths - taken) for e, paths in entries]
+
+    result = _merge(deep_copy(base) if live is not None else {}, applied_clean, node)
+    owned_by_others: set[Path] = set()
+    for entry, paths in entries:
+        if _identity(entry) != me:
+            owned_by_others |= paths
+    for path in sorted(mine - applied_set - owned_by_others, key=len, reverse=True):
+        _remove(result, path)
+
+    time = _timestamp(now)
+    new_entries: list[tuple[dict[str, Any], set[Path]]] = []
+    replaced = False
+    for entry, paths in entries:
+        if _identity(entry) == me:
+            new_entries.append((_make_entry(manager, "Apply", api_version, time, applied_set, subresource),
+                                applied_set))
+            replaced = True
+        else:
+            new_entries.append((entry, paths))
+    if not replaced:
+        new_entries.append((_make_entry(manager, "Apply", api_version, time, applied_set, subresource), applied_set))
+    _store_entries(result, new_entries)
+    return result
+
+
+def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, manager: str, operation: str = "Update",
+                          now: float | str | datetime, api_version: str, kind: str,
+                          subresource: str | None = None) -> dict[str, Any]:
+    """``new`` with managedFields updated for a non-apply write by ``manager``.
+
+    Fields added or changed relative to ``old`` become owned by (manager, operation, apiVersion,
+    subresource) and are released by every other manager; fields that disappeared are released
+    by everyone.  Managed fields sent in ``new`` by the client are ignored in favour of
+    ``old``'s (as upstream does when the client did not change them deliberately).
+    """
+    old_obj = old or {}
+    old_set = field_set(old_obj, api_version=api_version, kind=kind, subresource=subresource) if old else set()
+    new_set = field_set(new, api_version=api_version, kind=kind, subresource=subresource)
+    changed = {p for p in new_set
+               if p not in old_set or _changed(_get(old_obj, p), _get(new, p))}
+    removed = old_set - new_set
+    entries = [(e, parse_fields_v1(e.get("fieldsV1") or {}) - changed - removed) for e in _entries(old)]
+    if not old and not entries:
+        entries = [(e, parse_fields_v1(e.get("fieldsV1") or {})) for e in _entries(new)
+                   if e.get("operation") == "Apply"]  # creates may carry none; keep nothing else
+    me = (manager or "unknown", operation, api_version, subresource or "")
+    time = _timestamp(now)
+    result = dict(new)
+    out: list[tuple[dict[str, Any], set[Path]]] = []
+    found = False
+    for entry, paths in entries:
+        if _identity(entry) == me:
+            paths = paths | changed
+            entry = _make_entry(me[0], operation, api_version, time if changed else entry.get("time", time),
+                                paths, subresource)
+            found = True
+        out.append((entry, paths))
+    if not found and changed:
+        out.append((_make_entry(me[0], operation, api_version, time, changed, subresource), changed))
+    _store_entries(result, out)
+    return result
+
+
+def _changed(before: Any, after: Any) -> bool:
+    if isinstance(before, dict) and isinstance(after, dict):
+        return False  # containers: their children carry the change
+    return before != after

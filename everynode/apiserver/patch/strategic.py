@@ -1,0 +1,407 @@
+"""Strategic merge patch, the ``application/strategic-merge-patch+json`` PATCH type.
+
+Why our own: no maintained Python library implements SMP (python-stack.md §5), yet kubectl uses
+it for client-side ``apply``, ``taint``, ``cordon``/``drain``, ``rollout restart|undo`` and the
+default ``kubectl patch`` (kubectl-contract.md gotcha 12).  The semantics follow
+``staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go`` (``StrategicMergeMapPatch``
+with ``MergeParallelList`` and ``IgnoreUnmatchedNulls``, as kube-apiserver calls it); the patch
+metadata (strategy, merge key) comes from the official schemas via :mod:`everynode.api.schema`
+instead of Go struct tags.
+
+Rules reproduced:
+* maps merge recursively; ``null`` deletes a key; ``$patch: replace`` replaces a map,
+  ``$patch: delete`` empties it;
+* lists with strategy ``merge`` and a merge key merge item by item (``containers``/``volumes``/
+  ``env`` by ``name``, ``volumeMounts`` by ``mountPath``, ``ports`` by ``containerPort``);
+  items may carry ``$patch: delete`` (remove by key) or ``$patch: replace`` (the patch list
+  replaces the live one);
+* lists of primitives with strategy ``merge`` are merged as sets;
+  ``$deleteFromPrimitiveList/<field>`` removes values from them;
+* every other list (no strategy, or ``atomic``, e.g. tolerations and node taints) is replaced;
+* ``$setElementOrder/<field>`` fixes the final order (patch order first, live-only items
+  interleaved by their live position, as upstream's ``normalizeElementOrder``);
+* ``$retainKeys`` drops the live keys it does not list (``volumes`` use ``merge,retainKeys``).
+Values taken from the patch for fields absent in the live object are cleaned of directives and
+nulls (upstream ``removeDirectives`` / ``discardNullValuesFromPatch``).
+
+Copy-on-write: only maps and lists on the path of a change are rebuilt; untouched subtrees are
+shared with the input (objects are immutable by convention; ``deep_copy`` before mutating).
+Bad patches raise :class:`ApiError` with upstream's codes (``interpretStrategicMergePatchError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from everynode.api import schema
+from everynode.api.errors import ApiError, bad_request, internal, status
+from everynode.api.schema import Node
+
+DIRECTIVE = "$patch"
+RETAIN_KEYS = "$retainKeys"
+SET_ELEMENT_ORDER = "$setElementOrder"
+DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
+
+# mergepatch error texts (staging/src/k8s.io/apimachinery/pkg/util/mergepatch/errors.go)
+ERR_BAD_JSON_DOC = "invalid JSON document"
+ERR_PRIMITIVE_LIST = "invalid patch format of primitive list"
+ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
+ERR_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
+ERR_NOT_MATCH_RETAIN_KEYS = "patch content doesn't match retainKeys list"
+ERR_NO_LIST_OF_LISTS = "lists of lists are not supported"
+
+
+def _unprocessable(message: str) -> ApiError:
+    # errors.NewGenericServerResponse(422, ...): fixed message, empty details.
+    return ApiError(status(422, "Invalid", "the server rejected our request due to an error in our request", {}))
+
+
+def _go_value(value: Any) -> str:
+    """A rough ``%v`` of a Go value, for the few internal-error messages that embed one."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_value(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_value(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list):
+        return "slice"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "nil"
+    return "number"
+
+
+def _element_kind(*lists: list[Any]) -> str | None:
+    """Upstream ``sliceElementType``: all elements share one type; no lists of lists."""
+    kind: str | None = None
+    for items in lists:
+        for item in items:
+            k = _kind(item)
+            if kind is None:
+                if k == "slice":
+                    raise _unprocessable(ERR_NO_LIST_OF_LISTS)
+                kind = k
+            elif k != kind:
+                raise internal(f"list element types are not identical: {_go_value(list(lists))}")
+    return kind
+
+
+def _scalar_key(value: Any) -> tuple[bool, Any]:
+    # Keeps True and 1 apart, which Python's == would conflate.
+    return (isinstance(value, bool), value)
+
+
+def _key_of(item: Any, merge_key: str) -> Any:
+    if merge_key:
+        return _scalar_key(item.get(merge_key)) if isinstance(item, dict) else None
+    return _scalar_key(item) if not isinstance(item, (dict, list)) else None
+
+
+def _index(order: list[Any], item: Any, merge_key: str) -> int:
+    key = _key_of(item, merge_key)
+    for i, candidate in enumerate(order):
+        if _key_of(candidate, merge_key) == key:
+            return i
+    return -1
+
+
+def _require_merge_key(items: list[Any], merge_key: str) -> None:
+    for item in items:
+        if not isinstance(item, dict):
+            raise internal(f"expected map, but got {_go_value(item)}")
+        if merge_key not in item:
+            raise internal(f"map: {_go_value(item)} does not contain declared merge key: {merge_key}")
+
+
+def _normalize_slice_order(to_sort: list[Any], order: list[Any], merge_key: str, is_map: bool) -> list[Any]:
+    to_delete: list[Any] = []
+    if is_map:
+        _require_merge_key(to_sort, merge_key)
+        _require_merge_key(order, merge_key)
+        keep = []
+        for item in to_sort:
+            (to_delete if item.get(DIRECTIVE) == "delete" else keep).append(item)
+        to_sort = keep
+    indexed = [(_index(order, item, merge_key), pos, item) for pos, item in enumerate(to_sort)]
+    known = sorted((t for t in indexed if t[0] >= 0), key=lambda t: (t[0], t[1]))
+    unknown = [t for t in indexed if t[0] < 0]
+    return [t[2] for t in known] + [t[2] for t in unknown] + to_delete
+
+
+def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], merge_key: str) -> list[Any]:
+    """Upstream ``mergeSortedSlice``: interleave server-only items (left) into patch items."""
+    out: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if i >= len(left):
+            out.append(right[j])
+            j += 1
+        elif j >= len(right):
+            out.append(left[i])
+            i += 1
+        else:
+            li = _index(server_order, left[i], merge_key)
+            ri = _index(server_order, right[j], merge_key)
+            if li >= 0 and ri >= 0 and li < ri:
+                out.append(left[i])
+                i += 1
+            else:
+                out.append(right[j])
+                j += 1
+    return out
+
+
+def _normalize_element_order(patch_items: list[Any], server_only: list[Any], patch_order: list[Any],
+                             server_order: list[Any], merge_key: str, is_map: bool) -> list[Any]:
+    patch_items = _normalize_slice_order(patch_items, patch_order, merge_key, is_map)
+    server_only = _normalize_slice_order(server_only, server_order, merge_key, is_map)
+    return _merge_sorted(server_only, patch_items, server_order, merge_key)
+
+
+def _partition(merged: list[Any], by: list[Any], merge_key: str, is_map: bool) -> tuple[list[Any], list[Any]]:
+    if is_map:
+        _require_merge_key(merged, merge_key)
+    keys = {_key_of(v, merge_key) for v in by}
+    in_patch = [v for v in merged if _key_of(v, merge_key) in keys]
+    server_only = [v for v in merged if _key_of(v, merge_key) not in keys]
+    return in_patch, server_only
+
+
+def _clean(value: Any, node: Node | None) -> Any:
+    """A patch value for a field the live object lacks: directives and nulls removed."""
+    if isinstance(value, dict):
+        return _merge_map({}, value, node)
+    if isinstance(value, list):
+        items = node.items if node is not None and node.kind == "array" else None
+        out = []
+        for item in value:
+            if isinstance(item, dict):
+                if item.get(DIRECTIVE) is not None:
+                    continue
+                out.append(_merge_map({}, item, items))
+            else:
+                out.append(item)
+        return out
+    return value
+
+
+def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str) -> None:
+    """Upstream ``validatePatchWithSetOrderList``: patch items appear in the order list, in order."""
+    if not order or not patch_list:
+        return
+    if merge_key:
+        non_delete = [v for v in patch_list if not (isinstance(v, dict) and v.get(DIRECTIVE) == "delete")]
+    else:
+        non_delete = patch_list
+    p = s = 0
+    while p < len(non_delete) and s < len(order):
+        item = non_delete[p]
+        if isinstance(item, dict) and DIRECTIVE in item:
+            p += 1
+            continue
+        if merge_key:
+            if not isinstance(item, dict) or not isinstance(order[s], dict):
+                raise internal("expected map in setElementOrder list")
+            if merge_key not in item or merge_key not in order[s]:
+                raise internal(f"map: {_go_value(item)} does not contain declared merge key: {merge_key}")
+            equal = _scalar_key(item[merge_key]) == _scalar_key(order[s][merge_key])
+        else:
+            equal = _key_of(item, "") == _key_of(order[s], "")
+        if equal:
+            p += 1
+        s += 1
+    if p < len(non_delete) and s >= len(order):
+        raise internal(f"The order in patch list:\n{_go_value(patch_list)}\n doesn't match "
+                       f"{SET_ELEMENT_ORDER} list:\n{_go_value(order)}\n")
+
+
+def _list_meta(node: Node | None) -> tuple[str, str, Node | None]:
+    if node is not None and node.kind == "array":
+        return node.strategy, node.merge_key, node.items
+    return "", "", None
+
+
+def _merge_list_field(original: list[Any], patch: list[Any], node: Node | None, is_delete_list: bool) -> list[Any]:
+    strategy, merge_key, items = _list_meta(node)
+    if strategy == "merge" or is_delete_list:
+        return _merge_slice(original, patch, items, merge_key, is_delete_list)
+    return _clean(patch, node)
+
+
+def _merge_slice(original: list[Any], patch: list[Any], items: Node | None, merge_key: str,
+                 is_delete_list: bool) -> list[Any]:
+    if not original and not patch:
+        return list(original)
+    kind = _element_kind(original, patch)
+    is_map = kind == "map"
+    if not is_map:
+        if is_delete_list:
+            drop = {_scalar_key(v) for v in patch}
+            return [v for v in original if _scalar_key(v) not in drop]
+        merged: list[Any] = []
+        seen: set[Any] = set()
+        for v in (*original, *patch):
+            k = _scalar_key(v)
+            if k not in seen:
+                seen.add(k)
+                merged.append(v)
+        merge_key = ""
+    else:
+        if not merge_key:
+            raise internal("cannot merge lists without merge key for type map")
+        original, patch = _apply_special_elements(original, patch, merge_key)
+        merged = _merge_by_key(original, patch, items, merge_key)
+    patch_items, server_only = _partition(merged, patch, merge_key, is_map)
+    return _normalize_element_order(patch_items, server_only, patch, original, merge_key, is_map)
+
+
+def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
+    """``$patch`` items in a merging list: delete by key, replace the whole list."""
+    plain: list[Any] = []
+    replace = False
+    for item in patch:
+        directive = item.get(DIRECTIVE)
+        if directive is None:
+            plain.append(item)
+        elif directive == "delete":
+            if merge_key not in item:
+                raise internal(f"map: {_go_value(item)} does not contain declared merge key: {merge_key}")
+            key = _scalar_key(item[merge_key])
+            original = [v for v in original
+                        if not (isinstance(v, dict) and merge_key in v and _scalar_key(v[merge_key]) == key)]
+        elif directive == "replace":
+            replace = True
+        elif directive == "merge":
+            raise internal("merging lists cannot yet be specified in the patch")
+        else:
+            raise internal(f"unknown patch type: {directive} in map: {_go_value(item)}")
+    if replace:
+        return plain, []
+    return original, plain
+
+
+def _merge_by_key(original: list[Any], patch: list[Any], items: Node | None, merge_key: str) -> list[Any]:
+    result = list(original)
+    for item in patch:
+        if merge_key not in item:
+            raise internal(f"map: {_go_value(item)} does not contain declared merge key: {merge_key}")
+        key = _scalar_key(item[merge_key])
+        for pos, live in enumerate(result):
+            if not isinstance(live, dict):
+                raise internal(f"value for key {pos} is not a map.")
+            if merge_key in live and _scalar_key(live[merge_key]) == key:
+                result[pos] = _merge_map(live, item, items)
+                break
+        else:
+            result.append(_clean(item, items))
+    return result
+
+
+def _split_key(key: str, prefix: str, error: str) -> str:
+    head, sep, rest = key.partition("/")
+    if not sep or head != prefix:
+        raise bad_request(error)
+    return rest
+
+
+def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], node: Node | None) -> dict[str, Any]:
+    if DIRECTIVE in patch:
+        directive = patch[DIRECTIVE]
+        if directive == "replace":
+            return _clean({k: v for k, v in patch.items() if k != DIRECTIVE}, node)
+        if directive == "delete":
+            return {}
+        raise internal(f"unknown patch type: {directive} in map: {_go_value(patch)}")
+    result: dict[str, Any] = dict(original) if original else {}
+    pending = dict(patch)
+
+    if RETAIN_KEYS in pending:
+        retain = pending.pop(RETAIN_KEYS)
+        if not isinstance(retain, list):
+            raise bad_request(ERR_RETAIN_KEYS)
+        keep = {_scalar_key(k) for k in retain if not isinstance(k, (dict, list))}
+        for k, v in pending.items():
+            if v is None or k.startswith(DELETE_FROM_PRIMITIVE_LIST) or k.startswith(SET_ELEMENT_ORDER):
+                continue
+            if _scalar_key(k) not in keep:
+                raise _unprocessable(ERR_NOT_MATCH_RETAIN_KEYS)
+        result = {k: v for k, v in result.items() if _scalar_key(k) in keep}
+
+    for key in [k for k in pending if k.startswith(SET_ELEMENT_ORDER)]:
+        order = pending.pop(key)
+        if not isinstance(order, list):
+            raise bad_request(ERR_SET_ELEMENT_ORDER)
+        field = _split_key(key, SET_ELEMENT_ORDER, ERR_SET_ELEMENT_ORDER)
+        child = node.child(field) if node is not None else None
+        strategy, merge_key, items = _list_meta(child)
+        found_original, found_patch = field in result, field in pending
+        live = result.get(field)
+        patch_list = pending.get(field)
+        if found_original and not isinstance(live, list):
+            raise internal(f"expected slice, but got {_go_value(live)}")
+        if found_patch and not isinstance(patch_list, list):
+            raise internal(f"expected slice, but got {_go_value(patch_list)}")
+        _validate_set_order(patch_list or [], order, merge_key)
+        if found_original and found_patch:
+            merged = _merge_list_field(live, patch_list, child, False)
+        elif found_original:
+            merged = list(live)
+        elif found_patch:
+            merged = _clean(patch_list, child)
+        else:
+            continue
+        kind = _element_kind(live or [], patch_list or [])
+        is_map = kind == "map"
+        key_for_order = merge_key if is_map else ""
+        in_order, server_only = _partition(merged, order, key_for_order, is_map)
+        result[field] = _normalize_element_order(in_order, server_only, order, live or [], key_for_order, is_map)
+        pending.pop(field, None)
+
+    for key, value in pending.items():
+        is_delete_list = False
+        if key.startswith(DELETE_FROM_PRIMITIVE_LIST):
+            key = _split_key(key, DELETE_FROM_PRIMITIVE_LIST, ERR_PRIMITIVE_LIST)
+            is_delete_list = True
+        if value is None:
+            result.pop(key, None)
+            continue
+        child = node.child(key) if node is not None else None
+        if key not in result:
+            if not is_delete_list and not (isinstance(value, dict) and value.get(DIRECTIVE) == "delete"):
+                result[key] = _clean(value, child)
+            continue
+        live = result[key]
+        if isinstance(live, dict) and isinstance(value, dict):
+            if child is not None and child.kind == "array":  # schema disagrees with the data
+                child = None
+            result[key] = _merge_map(live, value, child)
+        elif isinstance(live, list) and isinstance(value, list):
+            result[key] = _merge_list_field(live, value, child, is_delete_list)
+        elif not is_delete_list:
+            result[key] = _clean(value, child)
+    return result
+
+
+def apply_strategic_merge_patch(obj: dict[str, Any], patch: Any, *, api_version: str, kind: str) -> dict[str, Any]:
+    """Apply a strategic merge patch to ``obj`` using the schema of ``api_version``/``kind``.
+
+    Kinds without a schema get plain map merging and list replacement (upstream refuses SMP for
+    unstructured types; every kind we serve has a schema).  Inputs are never mutated.
+    """
+    if not isinstance(patch, dict):
+        kind_name = "array" if isinstance(patch, list) else ("string" if isinstance(patch, str) else "number")
+        raise bad_request(f"json: cannot unmarshal {kind_name} into Go value of type map[string]interface {{}}")
+    node = schema.kind_node(api_version, kind)
+    return _merge_map(obj, patch, node)

@@ -1,0 +1,130 @@
+"""Server-side apply: create, re-apply removal, conflicts (message + causes) and force."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from everynode.api.errors import ApiError
+from everynode.apiserver.patch import apply_server_side, record_managed_fields
+from everynode.apiserver.patch.apply import fields_v1, parse_fields_v1, path_string
+
+GV, KIND = "apps/v1", "DaemonSet"
+
+
+def manifest(image="quay.io/prometheus/node-exporter:v1.8.1", labels=True):
+    ds = {"apiVersion": GV, "kind": KIND,
+          "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+          "spec": {"selector": {"matchLabels": {"app": "ne"}},
+                   "template": {"metadata": {"labels": {"app": "ne"}},
+                                "spec": {"containers": [{"name": "node-exporter", "image": image}]}}}}
+    if labels:
+        ds["metadata"]["labels"] = {"team": "obs"}
+    return ds
+
+
+def apply(live, applied, manager="kubectl", force=False, now=1000.0):
+    before = copy.deepcopy(live)
+    out = apply_server_side(live, applied, manager=manager, force=force, now=now, api_version=GV, kind=KIND)
+    assert live == before
+    return out
+
+
+def managers(obj):
+    return [(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields", [])]
+
+
+def test_create_via_apply_records_apply_entry():
+    out = apply(None, manifest())
+    assert out["spec"]["template"]["spec"]["containers"][0]["image"].endswith("v1.8.1")
+    (entry,) = out["metadata"]["managedFields"]
+    assert entry["manager"] == "kubectl" and entry["operation"] == "Apply"
+    assert entry["fieldsType"] == "FieldsV1" and entry["apiVersion"] == GV
+    assert entry["time"] == "1970-01-01T00:16:40Z"
+    fields = entry["fieldsV1"]
+    assert fields["f:metadata"]["f:labels"] == {".": {}, "f:team": {}}
+    assert "f:name" not in fields["f:metadata"]  # system fields are not tracked
+    container = fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"node-exporter"}']
+    assert container == {".": {}, "f:image": {}, "f:name": {}}
+
+
+def test_reapply_removes_dropped_field():
+    live = apply(None, manifest())
+    out = apply(live, manifest(labels=False))
+    assert "labels" not in out["metadata"]
+
+
+def test_reapply_keeps_dropped_field_owned_by_someone_else():
+    live = apply(None, manifest())
+    live = apply(live, {"apiVersion": GV, "kind": KIND, "metadata": {"name": "node-exporter", "labels": {"team": "obs"}}},
+                 manager="other")
+    out = apply(live, manifest(labels=False))
+    assert out["metadata"]["labels"] == {"team": "obs"}
+
+
+def test_conflict_with_client_side_apply_manager():
+    created = record_managed_fields(None, manifest(), manager="kubectl-client-side-apply", operation="Update",
+                                    now=0.0, api_version=GV, kind=KIND)
+    with pytest.raises(ApiError) as e:
+        apply(created, manifest(image="quay.io/prometheus/node-exporter:v1.8.2"))
+    st = e.value.status
+    field = '.spec.template.spec.containers[name="node-exporter"].image'
+    assert e.value.code == 409 and st["reason"] == "Conflict"
+    assert st["message"] == f'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using apps/v1: {field}'
+    assert st["details"]["causes"] == [{"reason": "FieldManagerConflict",
+                                        "message": 'conflict with "kubectl-client-side-apply" using apps/v1',
+                                        "field": field}]
+
+
+def test_same_value_is_not_a_conflict():
+    created = record_managed_fields(None, manifest(), manager="kubectl-client-side-apply", operation="Update",
+                                    now=0.0, api_version=GV, kind=KIND)
+    out = apply(created, manifest())
+    assert ("kubectl", "Apply") in managers(out)
+
+
+def test_several_conflicts_message():
+    created = record_managed_fields(None, manifest(), manager="kubectl-client-side-apply", operation="Update",
+                                    now=0.0, api_version=GV, kind=KIND)
+    changed = manifest(image="other:1")
+    changed["metadata"]["labels"]["team"] = "x"
+    with pytest.raises(ApiError) as e:
+        apply(created, changed)
+    msg = e.value.message
+    assert msg.startswith('Apply failed with 2 conflicts: conflicts with "kubectl-client-side-apply" using apps/v1:\n- ')
+    assert len(e.value.status["details"]["causes"]) == 2
+
+
+def test_force_takes_ownership():
+    created = record_managed_fields(None, manifest(), manager="kubectl-client-side-apply", operation="Update",
+                                    now=0.0, api_version=GV, kind=KIND)
+    out = apply(created, manifest(image="img:2"), force=True)
+    assert out["spec"]["template"]["spec"]["containers"][0]["image"] == "img:2"
+    csa = next(e for e in out["metadata"]["managedFields"] if e["manager"] == "kubectl-client-side-apply")
+    container = csa["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"node-exporter"}']
+    assert "f:image" not in container
+    # a second apply by the same manager no longer conflicts
+    assert apply(out, manifest(image="img:3"))["spec"]["template"]["spec"]["containers"][0]["image"] == "img:3"
+
+
+def test_update_takes_changed_fields_from_appliers():
+    live = apply(None, manifest())
+    updated = copy.deepcopy(live)
+    updated["spec"]["template"]["spec"]["containers"][0]["image"] = "edited:1"
+    out = record_managed_fields(live, updated, manager="kubectl-edit", operation="Update", now=5.0,
+                                api_version=GV, kind=KIND)
+    assert managers(out) == [("kubectl", "Apply"), ("kubectl-edit", "Update")]
+    with pytest.raises(ApiError) as e:
+        apply(out, manifest())
+    assert 'conflict with "kubectl-edit" using apps/v1' in e.value.message
+
+
+def test_fields_v1_round_trip_and_path_strings():
+    paths = {("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"a"}'),
+             ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"a"}', "f:image"),
+             ("f:metadata", "f:finalizers", 'v:"x"')}
+    assert parse_fields_v1(fields_v1(paths)) == paths
+    assert path_string(("f:spec", "f:ports", 'k:{"containerPort":9100,"protocol":"TCP"}', "f:name")) == \
+        '.spec.ports[containerPort=9100,protocol="TCP"].name'
+    assert path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
