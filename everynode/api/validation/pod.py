@@ -37,6 +37,7 @@ from everynode.api.names import (
     is_valid_port_num,
     name_is_dns_subdomain,
 )
+from everynode.api.quantity import parse_quantity
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
     as_dict,
@@ -99,43 +100,18 @@ _EXTRA_SOURCE_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
 
 # --- quantities ---------------------------------------------------------------------------------
 
-_QUANTITY_RE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-            "P": Fraction(10**15), "E": Fraction(10**18)}
-
-
 def parse_quantity_value(value: Any) -> Fraction | None:
     """Upstream ``resource.ParseQuantity`` semantics (value only); ``None`` if malformed."""
     if isinstance(value, bool):
         return None
-    text = str(value) if isinstance(value, (int, float)) else value
-    if not isinstance(text, str):
-        return None
-    m = _QUANTITY_RE.fullmatch(text)
-    if m is None:
-        return None
-    number, suffix = m.groups()
-    digits = number.lstrip("+-")
-    if digits.count(".") > 1 or digits in ("", "."):
+    if isinstance(value, (int, float)):
+        value = str(value)
+    if not isinstance(value, str):
         return None
     try:
-        amount = Fraction(digits)
+        return parse_quantity(value)
     except ValueError:
         return None
-    if number.startswith("-"):
-        amount = -amount
-    if suffix in _BINARY:
-        return amount * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return amount * _DECIMAL[suffix]
-    if suffix[:1] in ("e", "E"):
-        try:
-            return amount * Fraction(10) ** int(suffix[1:])
-        except ValueError:
-            return None
-    return None
 
 
 def _quantity_text(value: Any) -> str:
