@@ -51,6 +51,8 @@ class ControlPlaneConfig:
     serve_http: bool = True
     fsync: bool = False
     node_monitor_grace_period: float = 50.0
+    pod_gc_period: float = 20.0
+    pod_gc_quarantine: float = 40.0
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -196,7 +198,8 @@ class ControlPlane:
         if "pod-gc" in enabled:
             from everynode.controllers.podgc import PodGC
 
-            self.components["pod-gc"] = PodGC(client, informers=self.informers, clock=clock)
+            self.components["pod-gc"] = PodGC(client, informers=self.informers, clock=clock,
+                                              period=cfg.pod_gc_period, quarantine=cfg.pod_gc_quarantine)
         if "scheduler" in enabled:
             from everynode.scheduler.scheduler import Scheduler
 

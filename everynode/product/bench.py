@@ -1,0 +1,275 @@
+"""`everynode bench`: the benchmark scenarios of DESIGN.md, one JSON object per result line.
+
+Every result carries the contract keys — ``scenario``, ``nodes``, ``transport``, ``seconds``
+(wall), ``cpu_seconds``, ``peak_rss_mib``, ``floor_seconds``, ``ratio`` — plus
+scenario-specific figures.  The *floor* is the same run's time for the least work the scenario
+implies, done straight against a fresh in-memory store (the writes the outcome needs, and
+nothing else); ``ratio = seconds / floor_seconds`` is therefore a machine-independent measure of
+overhead.  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
+delays.  Benchmarks are never run as timed tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import resource
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from everynode.api.errors import ApiError
+from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
+from everynode.storage.memory import MemoryStore
+
+SCENARIOS = ("converge", "rollout", "churn", "sync", "api")
+
+DS_NAMESPACE = "bench"
+DS_NAME = "agent"
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def daemonset_manifest(*, image: str = "registry.example/agent:1", max_unavailable: Any = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": DS_NAME, "namespace": DS_NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"app": DS_NAME}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}},
+            "template": {
+                "metadata": {"labels": {"app": DS_NAME}},
+                "spec": {"containers": [{"name": "agent", "image": image}]},
+            },
+        },
+    }
+
+
+def _pod(i: int, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{DS_NAME}-{i:06d}", "namespace": DS_NAMESPACE, "uid": f"uid-{i}",
+                     "labels": {"app": DS_NAME, "controller-revision-hash": "h1"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": DS_NAME,
+                                          "uid": "ds-uid", "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"containers": [{"name": "agent", "image": "registry.example/agent:1"}],
+                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                     "nodeSelectorTerms": [{"matchFields": [
+                         {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}},
+        "status": {"phase": "Pending"},
+    }
+
+
+async def storage_floor(n: int, *, writes_per_pod: int) -> float:
+    """Seconds to write ``n`` pods through ``writes_per_pod`` states straight into a store."""
+    store = MemoryStore()
+    t0 = time.perf_counter()
+    for i in range(n):
+        pod = _pod(i, f"worker-{i + 1}")
+        stored = await store.create("pods", pod)
+        for w in range(writes_per_pod - 1):
+            nxt = dict(stored)
+            nxt["status"] = {"phase": "Running", "step": w}
+            stored = await store.update("pods", nxt)
+    return time.perf_counter() - t0
+
+
+@dataclass
+class Measure:
+    wall0: float = 0.0
+    cpu0: float = 0.0
+
+    def start(self) -> None:
+        gc.collect()
+        self.wall0 = time.perf_counter()
+        self.cpu0 = time.process_time()
+
+    def stop(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall0, time.process_time() - self.cpu0
+
+
+async def _wait_status(plane: ControlPlane, predicate: Any, *, timeout: float) -> dict[str, Any]:
+    assert plane.client is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            ds = await plane.client.get("daemonsets.apps", DS_NAME, namespace=DS_NAMESPACE)
+        except ApiError:
+            ds = None
+        if ds is not None and predicate(ds):
+            return ds
+        if loop.time() > deadline:
+            raise TimeoutError(f"timed out; last status: {(ds or {}).get('status')}")
+        await asyncio.sleep(0.01)
+
+
+def _available(n: int) -> Any:
+    def check(ds: dict[str, Any]) -> bool:
+        st = ds.get("status") or {}
+        return (st.get("desiredNumberScheduled") == n and st.get("numberAvailable") == n
+                and st.get("observedGeneration", 0) >= ds["metadata"].get("generation", 1))
+    return check
+
+
+def _rolled_out(n: int) -> Any:
+    def check(ds: dict[str, Any]) -> bool:
+        st = ds.get("status") or {}
+        return (_available(n)(ds) and st.get("updatedNumberScheduled") == n
+                and st.get("currentNumberScheduled") == n)
+    return check
+
+
+async def _start_plane(nodes: int, *, transport: str) -> ControlPlane:
+    cfg = ControlPlaneConfig(nodes=nodes, control_planes=0, port=0, in_memory=True, pod_startup=0.0,
+                             data_dir=Path(tempfile.mkdtemp(prefix="everynode-bench-")),
+                             serve_http=transport == "http", pod_gc_period=0.5, pod_gc_quarantine=0.0,
+                             disable=frozenset({"daemonset"}) if transport == "http" else frozenset())
+    plane = ControlPlane(cfg)
+    await plane.start()
+    if transport == "http":
+        from everynode.client.http import HttpClient
+        from everynode.client.informer import SharedInformerFactory
+        from everynode.controllers.daemonset.controller import DaemonSetController
+
+        http = HttpClient.from_kubeconfig(cfg.kubeconfig_path)
+        ctrl = DaemonSetController(http, clock=plane.clock, informers=SharedInformerFactory(http))
+        await ctrl.start()
+        plane.components["daemonset-http"] = ctrl
+    await plane.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",  # type: ignore[union-attr]
+                                             "metadata": {"name": DS_NAMESPACE}})
+    # every node Ready before the clock starts
+    await _wait_nodes_ready(plane, nodes)
+    return plane
+
+
+async def _wait_nodes_ready(plane: ControlPlane, n: int, timeout: float = 600) -> None:
+    assert plane.client is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        nodes = (await plane.client.list("nodes")).get("items") or []
+        ready = sum(1 for nd in nodes if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                             for c in (nd.get("status") or {}).get("conditions") or ()))
+        if ready >= n:
+            return
+        if loop.time() > deadline:
+            raise TimeoutError(f"only {ready}/{n} nodes became Ready")
+        await asyncio.sleep(0.05)
+
+
+def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: float, floor: float,
+            **extra: Any) -> dict[str, Any]:
+    out = {"scenario": scenario, "nodes": nodes, "transport": transport, "seconds": round(seconds, 4),
+           "cpu_seconds": round(cpu, 4), "peak_rss_mib": round(peak_rss_mib(), 1),
+           "floor_seconds": round(floor, 4), "ratio": round(seconds / floor, 2) if floor > 0 else None}
+    out.update(extra)
+    return out
+
+
+async def bench_converge(nodes: int, transport: str) -> dict[str, Any]:
+    plane = await _start_plane(nodes, transport=transport)
+    try:
+        m = Measure()
+        m.start()
+        await plane.client.create("daemonsets.apps", daemonset_manifest())  # type: ignore[union-attr]
+        await _wait_status(plane, _available(nodes), timeout=3600)
+        seconds, cpu = m.stop()
+    finally:
+        await plane.stop()
+    floor = await storage_floor(nodes, writes_per_pod=3)  # create, bind, Ready
+    return _result("converge", nodes, transport, seconds, cpu, floor, pods_per_second=round(nodes / seconds, 1))
+
+
+async def bench_rollout(nodes: int, transport: str) -> dict[str, Any]:
+    plane = await _start_plane(nodes, transport=transport)
+    try:
+        assert plane.client is not None
+        await plane.client.create("daemonsets.apps", daemonset_manifest(max_unavailable="10%"))
+        await _wait_status(plane, _available(nodes), timeout=3600)
+        m = Measure()
+        m.start()
+        await plane.client.patch("daemonsets.apps", DS_NAME, {"spec": {"template": {"spec": {"containers": [
+            {"name": "agent", "image": "registry.example/agent:2"}]}}}}, namespace=DS_NAMESPACE,
+            patch_type="strategic")
+        await _wait_status(plane, _rolled_out(nodes), timeout=3600)
+        seconds, cpu = m.stop()
+    finally:
+        await plane.stop()
+    floor = await storage_floor(nodes, writes_per_pod=4)  # delete old, create, bind, Ready
+    return _result("rollout", nodes, transport, seconds, cpu, floor)
+
+
+async def bench_churn(nodes: int, transport: str) -> dict[str, Any]:
+    from everynode.product.nodes import node_manifest
+
+    plane = await _start_plane(nodes, transport=transport)
+    extra = max(1, nodes // 10)
+    try:
+        assert plane.client is not None
+        await plane.client.create("daemonsets.apps", daemonset_manifest())
+        await _wait_status(plane, _available(nodes), timeout=3600)
+        m = Measure()
+        m.start()
+        names = [f"churn-{i + 1}" for i in range(extra)]
+        await asyncio.gather(*(plane.client.create("nodes", node_manifest(n)) for n in names))
+        await _wait_status(plane, _available(nodes + extra), timeout=3600)
+        await asyncio.gather(*(plane.client.delete("nodes", n) for n in names))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3600
+        while True:
+            pods = await plane.client.list("pods", namespace=DS_NAMESPACE)
+            ds = await plane.client.get("daemonsets.apps", DS_NAME, namespace=DS_NAMESPACE)
+            if len(pods["items"]) == nodes and _available(nodes)(ds):
+                break
+            if loop.time() > deadline:
+                raise TimeoutError("churn did not converge")
+            await asyncio.sleep(0.05)
+        seconds, cpu = m.stop()
+    finally:
+        await plane.stop()
+    floor = await storage_floor(extra, writes_per_pod=4) + await storage_floor(extra, writes_per_pod=1)
+    return _result("churn", nodes, transport, seconds, cpu, floor, churned_nodes=extra)
+
+
+async def bench_sync(nodes: int, transport: str, *, rounds: int = 200) -> dict[str, Any]:
+    plane = await _start_plane(nodes, transport=transport)
+    try:
+        assert plane.client is not None
+        await plane.client.create("daemonsets.apps", daemonset_manifest())
+        await _wait_status(plane, _available(nodes), timeout=3600)
+        ctrl = plane.components.get("daemonset") or plane.components.get("daemonset-http")
+        key = f"{DS_NAMESPACE}/{DS_NAME}"
+        samples = []
+        m = Measure()
+        m.start()
+        for _ in range(rounds):
+            t = time.perf_counter()
+            await ctrl.sync(key)
+            samples.append(time.perf_counter() - t)
+        seconds, cpu = m.stop()
+        informer = plane.informers.informer("daemonsets.apps") if plane.informers else None
+        t = time.perf_counter()
+        for _ in range(rounds):
+            if informer is not None:
+                informer.get(key)
+        floor = time.perf_counter() - t
+    finally:
+        await plane.stop()
+    return _result("sync", nodes, transport, seconds, cpu, floor,
+                   us_per_sync=round(statistics.median(samples) * 1e6, 1), rounds=rounds)
+
+
+async def run_scenario(scenario: str, *, nodes: int, transport: str) -> list[dict[str, Any]]:
+    if scenario == "api":
+        from everynode.product.bench_api import bench_api
+
+        return await bench_api(pods=nodes)
+    fn = {"converge": bench_converge, "rollout": bench_rollout, "churn": bench_churn, "sync": bench_sync}[scenario]
+    return [await fn(nodes, transport)]
