@@ -1,0 +1,387 @@
+"""Which nodes a DaemonSet wants, what its pods look like, and the small pure rules around them.
+
+Upstream: ``pkg/controller/daemon/util/daemonset_util.go`` (default tolerations, pod template,
+node pin, target node, "is updated", surge/unavailable counts), ``daemon_controller.go``
+(``NodeShouldRunDaemonPod``, ``podByCreationTimestampAndPhase``) and ``pkg/api/v1/pod/util.go``
+(``IsPodReady`` / ``IsPodAvailable``).  Reference: daemonset-semantics.md §1.5, §3, §5.1.
+
+Everything here is pure (no I/O, no clock reads: "now" is an argument) so that the decision
+table, the budgets and the orderings are tested as tables.  One deliberate addition to
+upstream's shape: :class:`Placement` is the DaemonSet's scheduling constraints *compiled once*
+(the simulated pod's tolerations merged, selector and affinity extracted) so that evaluating a
+node costs a few dict lookups.  The controller evaluates every node once per DaemonSet spec
+change and then one node per node event, which is what keeps node events O(DaemonSets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from everynode.api import intstr
+from everynode.api.meta import deep_copy
+from everynode.api.scheduling import find_untolerated_taint, node_matches_required_affinity
+from everynode.clock import parse_rfc3339
+
+Obj = dict[str, Any]
+
+# staging/src/k8s.io/api/apps/v1/types.go
+CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"  # DefaultDaemonSetUniqueLabelKey
+TEMPLATE_GENERATION_LABEL = "pod-template-generation"  # DaemonSetTemplateGenerationKey
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"  # DeprecatedTemplateGeneration
+
+# staging/src/k8s.io/api/core/v1/well_known_taints.go
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
+TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
+TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
+
+OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField
+
+_FIT_EFFECTS = ("NoSchedule", "NoExecute")
+_CONTINUE_EFFECTS = ("NoExecute",)
+
+
+# ---------------------------------------------------------------------------------------------
+# Default tolerations (AddOrUpdateDaemonPodTolerations + v1helper.AddOrUpdateTolerationInPodSpec)
+# ---------------------------------------------------------------------------------------------
+
+def default_daemon_tolerations(*, host_network: bool) -> list[Obj]:
+    """The tolerations the controller adds to every DaemonSet pod, in upstream's order."""
+    tolerations = [
+        {"key": TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
+        {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
+        {"key": TAINT_DISK_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_MEMORY_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_PID_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    if host_network:
+        tolerations.append({"key": TAINT_NETWORK_UNAVAILABLE, "operator": "Exists", "effect": "NoSchedule"})
+    return tolerations
+
+
+def _toleration_identity(t: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    # Toleration.MatchToleration: key, operator, value and effect all equal (Go zero value "").
+    return (t.get("key") or "", t.get("operator") or "", t.get("value") or "", t.get("effect") or "")
+
+
+def _semantically_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return _toleration_identity(a) == _toleration_identity(b) and \
+        a.get("tolerationSeconds") == b.get("tolerationSeconds")
+
+
+def add_or_update_toleration(tolerations: list[Obj], toleration: Obj) -> list[Obj]:
+    """``AddOrUpdateTolerationInPodSpec`` on a list, returning the new list (inputs untouched).
+
+    A toleration with the same key/operator/value/effect is *replaced in place* by ours unless it
+    is already semantically identical (then the list is returned unchanged); otherwise ours is
+    appended.  So a user's ``not-ready:NoExecute`` with ``tolerationSeconds: 300`` becomes an
+    infinite toleration.
+    """
+    ident = _toleration_identity(toleration)
+    result: list[Obj] = []
+    updated = False
+    for existing in tolerations:
+        if _toleration_identity(existing) == ident:
+            if _semantically_equal(existing, toleration):
+                return tolerations
+            result.append(dict(toleration))
+            updated = True
+            continue
+        result.append(existing)
+    if not updated:
+        result.append(dict(toleration))
+    return result
+
+
+def with_daemon_tolerations(tolerations: Iterable[Obj] | None, *, host_network: bool) -> list[Obj]:
+    merged = list(tolerations or ())
+    for tol in default_daemon_tolerations(host_network=host_network):
+        merged = add_or_update_toleration(merged, tol)
+    return merged
+
+
+# ---------------------------------------------------------------------------------------------
+# Node eligibility (NodeShouldRunDaemonPod), compiled per DaemonSet spec
+# ---------------------------------------------------------------------------------------------
+
+class Placement:
+    """A DaemonSet's scheduling constraints, compiled: ``evaluate(node)`` is §3.1 / §3.3.
+
+    The simulated pod of upstream (``NewPod``) is the template spec plus the default
+    tolerations; only its nodeName, nodeSelector, required node affinity and tolerations matter.
+    """
+
+    __slots__ = ("template_node_name", "affinity_spec", "tolerations", "_trivial_affinity")
+
+    def __init__(self, ds: Obj) -> None:
+        spec = (((ds.get("spec") or {}).get("template") or {}).get("spec")) or {}
+        self.template_node_name: str = spec.get("nodeName") or ""
+        self.tolerations: list[Obj] = with_daemon_tolerations(spec.get("tolerations"),
+                                                              host_network=bool(spec.get("hostNetwork")))
+        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        self.affinity_spec: Obj = {"nodeSelector": spec.get("nodeSelector") or {},
+                                   "affinity": {"nodeAffinity": {
+                                       "requiredDuringSchedulingIgnoredDuringExecution": required}}
+                                   if required is not None else None}
+        if self.affinity_spec["affinity"] is None:
+            del self.affinity_spec["affinity"]
+        self._trivial_affinity = not self.affinity_spec["nodeSelector"] and required is None
+
+    def evaluate(self, node: Obj) -> tuple[bool, bool]:
+        """``(shouldRun, shouldContinueRunning)`` for this node (decision table §3.3)."""
+        name = (node.get("metadata") or {}).get("name") or ""
+        # Row 1: the template names another node.
+        if self.template_node_name and self.template_node_name != name:
+            return False, False
+        # Row 2: nodeSelector / required node affinity (parse errors count as "no match").
+        if not self._trivial_affinity:
+            try:
+                fits = node_matches_required_affinity(self.affinity_spec, node)
+            except Exception:  # noqa: BLE001 - upstream ignores parse errors here
+                fits = False
+            if not fits:
+                return False, False
+        taints = (node.get("spec") or {}).get("taints") or ()
+        if not taints:
+            return True, True
+        # Rows 3-5: taints.  PreferNoSchedule is ignored; tolerationSeconds is irrelevant.
+        if find_untolerated_taint(taints, self.tolerations, effects=_FIT_EFFECTS) is None:
+            return True, True
+        return False, find_untolerated_taint(taints, self.tolerations, effects=_CONTINUE_EFFECTS) is None
+
+
+def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
+    """``NodeShouldRunDaemonPod(node, ds) -> (shouldRun, shouldContinueRunning)``."""
+    return Placement(ds).evaluate(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods the controller creates (CreatePodTemplate, ReplaceDaemonSetPodNodeNameNodeAffinity)
+# ---------------------------------------------------------------------------------------------
+
+def template_generation(ds: Obj) -> int | None:
+    """``GetTemplateGeneration``: the deprecated annotation as an int; missing/unparsable → None."""
+    text = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return int(text, 10)
+    except ValueError:
+        return None
+
+
+def pin_to_node(affinity: Obj | None, node_name: str) -> Obj:
+    """The pod's affinity with its *required* node affinity replaced by one ``metadata.name`` term.
+
+    All existing required terms are dropped (safe: the controller already checked the node
+    satisfies them); preferred terms and pod (anti-)affinity are kept.  Returns a new dict.
+    """
+    term = {"matchFields": [{"key": OBJECT_NAME_FIELD, "operator": "In", "values": [node_name]}]}
+    result = dict(affinity or {})
+    node_affinity = dict(result.get("nodeAffinity") or {})
+    required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required["nodeSelectorTerms"] = [term]
+    node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    result["nodeAffinity"] = node_affinity
+    return result
+
+
+def pod_template_for(ds: Obj, hash_: str) -> Obj:
+    """``CreatePodTemplate``: a private copy of the template with the default tolerations and the
+    ``pod-template-generation`` / ``controller-revision-hash`` labels."""
+    template = deep_copy((ds.get("spec") or {}).get("template") or {})
+    spec = template.setdefault("spec", {})
+    spec["tolerations"] = with_daemon_tolerations(spec.get("tolerations"), host_network=bool(spec.get("hostNetwork")))
+    metadata = template.setdefault("metadata", {})
+    labels = metadata.get("labels")
+    if labels is None:
+        labels = metadata["labels"] = {}
+    generation = template_generation(ds)
+    if generation is not None:
+        labels[TEMPLATE_GENERATION_LABEL] = str(generation)
+    if hash_:
+        labels[CONTROLLER_REVISION_HASH_LABEL] = hash_
+    return template
+
+
+class TargetNodeError(ValueError):
+    """``GetTargetNodeName`` failed; the message is upstream's."""
+
+
+def target_node_name(pod: Obj) -> str:
+    """``GetTargetNodeName``: ``spec.nodeName``, else the ``metadata.name`` matchFields pin."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return spec["nodeName"]
+    md = pod.get("metadata") or {}
+    ref = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        raise TargetNodeError(f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {ref}")
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {ref}")
+    for term in terms:
+        for req in (term or {}).get("matchFields") or ():
+            if req.get("key") == OBJECT_NAME_FIELD and req.get("operator") == "In":
+                values = req.get("values") or []
+                if len(values) != 1:
+                    raise TargetNodeError(f"the matchFields value of '{OBJECT_NAME_FIELD}' is not unique for pod {ref}")
+                return values[0]
+    raise TargetNodeError(f"no node name found for pod {ref}")
+
+
+def target_node_or_none(pod: Obj) -> str | None:
+    try:
+        return target_node_name(pod)
+    except TargetNodeError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod state: updated / ready / available, and "oldest first"
+# ---------------------------------------------------------------------------------------------
+
+def pod_hash(pod: Obj) -> str | None:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
+
+
+def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
+    """``IsPodUpdated``: the pod carries the current hash, or the current template generation."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if hash_ and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_:
+        return True
+    return generation is not None and labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
+
+
+def _ready_condition(pod: Obj) -> Obj | None:
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Ready":
+            return cond
+    return None
+
+
+def is_pod_ready(pod: Obj) -> bool:
+    cond = _ready_condition(pod)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_pod_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
+    """``IsPodAvailable``: Ready, and Ready since *strictly* more than ``min_ready_seconds``."""
+    cond = _ready_condition(pod)
+    if cond is None or cond.get("status") != "True":
+        return False
+    if not min_ready_seconds:
+        return True
+    since = cond.get("lastTransitionTime")
+    if not since:
+        return False
+    return _epoch(since) + min_ready_seconds < now
+
+
+def available_at(pod: Obj, min_ready_seconds: int) -> float | None:
+    """When a Ready pod becomes available (None if it is not Ready or has no transition time)."""
+    cond = _ready_condition(pod)
+    if cond is None or cond.get("status") != "True":
+        return None
+    since = cond.get("lastTransitionTime")
+    return _epoch(since) + min_ready_seconds if since else None
+
+
+_EPOCH_CACHE: dict[str, float] = {}
+
+
+def _epoch(text: str) -> float:
+    value = _EPOCH_CACHE.get(text)
+    if value is None:
+        value = parse_rfc3339(text)
+        if len(_EPOCH_CACHE) > 100_000:
+            _EPOCH_CACHE.clear()
+        _EPOCH_CACHE[text] = value
+    return value
+
+
+def oldest_first_key(pod: Obj) -> tuple[bool, float, str]:
+    """``podByCreationTimestampAndPhase``: bound before unbound, then creationTimestamp, then name."""
+    md = pod.get("metadata") or {}
+    ts = md.get("creationTimestamp")
+    return (not (pod.get("spec") or {}).get("nodeName"), _epoch(ts) if ts else -math.inf, md.get("name") or "")
+
+
+def sort_oldest_first(pods: Iterable[Obj]) -> list[Obj]:
+    return sorted(pods, key=oldest_first_key)
+
+
+def oldest_pod(pods: Iterable[Obj]) -> Obj | None:
+    return min(pods, key=oldest_first_key, default=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rolling-update budgets (SurgeCount, UnavailableCount, updatedDesiredNodeCounts)
+# ---------------------------------------------------------------------------------------------
+
+class BudgetError(ValueError):
+    """An unusable maxSurge / maxUnavailable; the message is upstream's."""
+
+
+def _rolling(ds: Obj) -> Obj | None:
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+        return None
+    return strategy.get("rollingUpdate")
+
+
+def surge_count(ds: Obj, number_to_schedule: int) -> int:
+    """``SurgeCount``: 0 unless RollingUpdate with a maxSurge; percentages round up."""
+    rolling = _rolling(ds)
+    if rolling is None or rolling.get("maxSurge") is None:
+        return 0
+    return intstr.scaled_value(rolling["maxSurge"], number_to_schedule, round_up=True)
+
+
+def unavailable_count(ds: Obj, number_to_schedule: int) -> int:
+    """``UnavailableCount``: 0 unless RollingUpdate; percentages round up."""
+    rolling = _rolling(ds)
+    if rolling is None:
+        return 0
+    value = rolling.get("maxUnavailable")
+    if value is None:
+        # Go: GetScaledValueFromIntOrPercent(nil, ...) fails; defaulting makes this unreachable.
+        raise ValueError("nil value for IntOrString")
+    return intstr.scaled_value(value, number_to_schedule, round_up=True)
+
+
+def allows_surge(ds: Obj) -> bool:
+    """``AllowsSurge``: maxSurge evaluated against one node is positive."""
+    try:
+        return surge_count(ds, 1) > 0
+    except ValueError:
+        return False
+
+
+def update_budgets(ds: Obj, desired: int) -> tuple[int, int]:
+    """``(maxSurge, maxUnavailable)`` for ``desired`` nodes, with upstream's safety net.
+
+    Raises :class:`BudgetError` with ``invalid value for MaxUnavailable: …`` /
+    ``invalid value for MaxSurge: …``.
+    """
+    try:
+        max_unavailable = unavailable_count(ds, desired)
+    except ValueError as e:
+        raise BudgetError(f"invalid value for MaxUnavailable: {e}") from e
+    try:
+        max_surge = surge_count(ds, desired)
+    except ValueError as e:
+        raise BudgetError(f"invalid value for MaxSurge: {e}") from e
+    if desired > 0 and max_unavailable == 0 and max_surge == 0:
+        # "DaemonSet is not configured for surge or unavailability, defaulting to accepting unavailability"
+        max_unavailable = 1
+    return max_surge, max_unavailable

@@ -1,0 +1,121 @@
+"""``manage``'s per-node decision (§4.3): create here? which pods to delete?
+
+Upstream: ``daemon_controller.go`` ``podsShouldBeOnNode`` and ``getUnscheduledPodsWithoutNode``.
+Factored as a function of one node's inputs so the controller can evaluate only the nodes that
+changed (see controller.py) while the full pass evaluates all of them with the same code.
+
+The only side effects are on the failed-pod :class:`~.backoff.Backoff` (advanced when a failed
+pod is deleted, as upstream) — events to emit and the requeue delay are *returned*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from everynode.controllers.daemonset.backoff import Backoff
+from everynode.controllers.daemonset.eligibility import (
+    CONTROLLER_REVISION_HASH_LABEL,
+    is_pod_available,
+    is_pod_ready,
+    sort_oldest_first,
+)
+
+Obj = dict[str, Any]
+
+FAILED_DAEMON_POD = "FailedDaemonPod"
+SUCCEEDED_DAEMON_POD = "SucceededDaemonPod"
+
+
+@dataclass(slots=True)
+class NodeActions:
+    create: bool = False
+    delete: list[str] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+    requeue_after: float | None = None
+    # False while the node's state can change with time alone (backoff, a surge pair waiting for
+    # availability): the controller re-evaluates such nodes on every sync.
+    steady: bool = True
+
+
+def _name(pod: Obj) -> str:
+    return pod["metadata"]["name"]
+
+
+def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: Sequence[Obj], *,
+                 hash_: str, surge: bool, min_ready_seconds: int, backoff: Backoff, backoff_key: str,
+                 now: float) -> NodeActions:
+    """``podsShouldBeOnNode`` for one node.
+
+    ``pods`` are the DaemonSet's pods targeting the node, terminal pods with a deletionTimestamp
+    excluded (§3.4); "exists" means this list is non-empty (terminating pods included).
+    """
+    out = NodeActions()
+    exists = bool(pods)
+    if should_run and not exists:
+        out.create = True
+        out.steady = False
+        return out
+    if should_continue:
+        running: list[Obj] = []
+        for pod in pods:
+            md = pod["metadata"]
+            if md.get("deletionTimestamp"):
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            if phase == "Failed":
+                # The kubelet may keep rejecting the pod: do not hot-loop.
+                out.steady = False
+                if backoff.is_in_backoff_since_update(backoff_key, now):
+                    out.requeue_after = backoff.get(backoff_key)
+                    continue
+                backoff.next(backoff_key, now)
+                out.events.append(("Warning", FAILED_DAEMON_POD,
+                                   f"Found failed daemon pod {md.get('namespace') or ''}/{md['name']} on node "
+                                   f"{node_name}, will try to kill it"))
+                out.delete.append(md["name"])
+            elif phase == "Succeeded":
+                out.events.append(("Normal", SUCCEEDED_DAEMON_POD,
+                                   f"Found succeeded daemon pod {md.get('namespace') or ''}/{md['name']} on node "
+                                   f"{node_name}, will try to delete it"))
+                out.delete.append(md["name"])
+            else:
+                running.append(pod)
+        if not surge:
+            if len(running) > 1:
+                # Keep the oldest, delete the rest.
+                out.delete.extend(_name(p) for p in sort_oldest_first(running)[1:])
+        elif len(running) <= 1:
+            if not running and should_run:
+                out.create = True  # surge: a replacement may start while the old pod terminates
+        else:
+            oldest_new: Obj | None = None
+            oldest_old: Obj | None = None
+            for pod in sort_oldest_first(running):
+                if ((pod["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)) == hash_:
+                    if oldest_new is None:
+                        oldest_new = pod
+                        continue
+                elif oldest_old is None:
+                    oldest_old = pod
+                    continue
+                out.delete.append(_name(pod))
+            if oldest_new is not None and oldest_old is not None:
+                if not is_pod_ready(oldest_old):
+                    out.delete.append(_name(oldest_old))
+                elif is_pod_available(oldest_new, min_ready_seconds, now):
+                    out.delete.append(_name(oldest_old))
+                else:
+                    out.steady = False  # waiting for the new pod to become available
+    elif exists:
+        out.delete.extend(_name(p) for p in pods if not p["metadata"].get("deletionTimestamp"))
+    if out.create or out.delete or out.requeue_after is not None:
+        out.steady = False
+    return out
+
+
+def unscheduled_pods_on_missing_node(pods: Sequence[Obj]) -> list[str]:
+    """``getUnscheduledPodsWithoutNode`` for one vanished node: its unbound pods (pod GC cannot
+    delete pods that were never scheduled)."""
+    return [_name(p) for p in pods if not (p.get("spec") or {}).get("nodeName")]

@@ -1,0 +1,553 @@
+"""The DaemonSet controller against the real in-process API (no scheduler, no kubelet).
+
+Like upstream's ``test/integration/daemonset`` tests, the test plays scheduler and kubelet
+itself: it binds pods through ``pods/binding`` and marks them Running + Ready through
+``pods/status``, and finishes graceful deletions with a zero grace period.  After every step the
+incremental status counters are checked against the full upstream-style recount.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from everynode.apiserver.service import ApiService
+from everynode.client.inprocess import InProcessClient
+from everynode.client.workqueue import fast_rate_limiter
+from everynode.clock import Clock
+from everynode.controllers.daemonset.controller import DaemonSetController
+from everynode.storage.memory import MemoryStore
+
+NS = "default"
+KEY = f"{NS}/ds"
+DS = "daemonsets.apps"
+REV = "controllerrevisions.apps"
+
+
+class FakeClock(Clock):
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.t = start
+
+    def now(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+class Env:
+    def __init__(self, *, incremental: bool = True) -> None:
+        self.clock = FakeClock()
+        self.client = InProcessClient(ApiService(MemoryStore(), clock=self.clock))
+        self.ctrl = DaemonSetController(self.client, clock=self.clock, rate_limiter=fast_rate_limiter(),
+                                        incremental=incremental)
+
+    # -- objects -------------------------------------------------------------------------------
+    async def node(self, name: str, *, labels: dict | None = None, taints: list | None = None) -> dict:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}}}
+        if taints:
+            body["spec"] = {"taints": taints}
+        return await self.client.create("nodes", body)
+
+    async def patch_node(self, name: str, patch: dict) -> None:
+        await self.client.patch("nodes", name, patch, patch_type="merge")
+
+    async def daemonset(self, *, name: str = "ds", image: str = "nginx:1", strategy: dict | None = None,
+                        node_selector: dict | None = None, tolerations: list | None = None,
+                        min_ready: int = 0, history_limit: int | None = None) -> dict:
+        spec: dict[str, Any] = {"containers": [{"name": "c", "image": image}]}
+        if node_selector:
+            spec["nodeSelector"] = node_selector
+        if tolerations:
+            spec["tolerations"] = tolerations
+        body: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": NS},
+                                "spec": {"selector": {"matchLabels": {"app": name}},
+                                         "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+        if strategy:
+            body["spec"]["updateStrategy"] = strategy
+        if min_ready:
+            body["spec"]["minReadySeconds"] = min_ready
+        if history_limit is not None:
+            body["spec"]["revisionHistoryLimit"] = history_limit
+        return await self.client.create(DS, body)
+
+    async def set_image(self, image: str, name: str = "ds") -> None:
+        await self.client.patch(DS, name, {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}},
+                                namespace=NS, patch_type="strategic")
+
+    async def get_ds(self, name: str = "ds") -> dict:
+        return await self.client.get(DS, name, namespace=NS)
+
+    async def pods(self, *, include_terminating: bool = True) -> list[dict]:
+        items = (await self.client.list("pods", namespace=NS))["items"]
+        if not include_terminating:
+            items = [p for p in items if not p["metadata"].get("deletionTimestamp")]
+        return sorted(items, key=lambda p: p["metadata"]["name"])
+
+    async def revisions(self) -> list[dict]:
+        return sorted((await self.client.list(REV, namespace=NS))["items"], key=lambda r: r["revision"])
+
+    async def events(self, reason: str) -> list[str]:
+        await self.ctrl.recorder.flush()
+        return [e["message"] for e in (await self.client.list("events", namespace=NS))["items"] if e["reason"] == reason]
+
+    # -- playing scheduler and kubelet -------------------------------------------------------------
+    async def bind(self, pod: dict) -> None:
+        node = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+        name = pod["metadata"]["name"]
+        await self.client.create_subresource("pods", name, "binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace=NS)
+
+    async def set_phase(self, pod: dict, phase: str, *, ready: bool) -> None:
+        fresh = await self.client.get("pods", pod["metadata"]["name"], namespace=NS)
+        fresh = {**fresh, "status": {**(fresh.get("status") or {}), "phase": phase, "conditions": [
+            {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": self.clock.rfc3339()}]}}
+        await self.client.update_status("pods", fresh)
+
+    async def run_pods(self) -> None:
+        """Bind every unbound pod and make every non-terminating pending pod Running + Ready."""
+        for pod in await self.pods(include_terminating=False):
+            if not pod["spec"].get("nodeName"):
+                await self.bind(pod)
+            if (pod.get("status") or {}).get("phase") != "Running":
+                await self.set_phase(pod, "Running", ready=True)
+
+    async def finish_deletions(self) -> None:
+        for pod in await self.pods():
+            if pod["metadata"].get("deletionTimestamp"):
+                await self.client.delete("pods", pod["metadata"]["name"], namespace=NS, grace_period_seconds=0)
+
+    async def settle(self, key: str = KEY) -> dict:
+        await self.ctrl.wait_idle()
+        if self.ctrl.state(key) is not None:
+            assert self.ctrl.incremental_counts(key) == self.ctrl.full_recount(key)
+        return (await self.get_ds(key.split("/")[1]))["status"]
+
+
+def counters(status: dict) -> tuple[int, ...]:
+    """(desired, current, ready, updated, available, misscheduled, unavailable)."""
+    return tuple(int(status.get(f) or 0) for f in (
+        "desiredNumberScheduled", "currentNumberScheduled", "numberReady", "updatedNumberScheduled",
+        "numberAvailable", "numberMisscheduled", "numberUnavailable"))
+
+
+def pinned_node(pod: dict) -> str:
+    return pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+
+
+def cond(status: dict, type_: str) -> dict:
+    return next(c for c in status.get("conditions") or [] if c["type"] == type_)
+
+
+@pytest.fixture
+async def env(request):
+    e = Env(incremental=getattr(request, "param", True))
+    await e.ctrl.start()
+    yield e
+    await e.ctrl.stop()
+
+
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("env", [True, False], indirect=True, ids=["incremental", "full-scan"])
+async def test_pods_pinned_to_every_eligible_node_then_ready(env):
+    for name in ("n1", "n2"):
+        await env.node(name)
+    await env.node("cp", labels={"node-role.kubernetes.io/control-plane": ""}, taints=[CONTROL_PLANE_TAINT])
+    await env.daemonset()
+    status = await env.settle()
+    pods = await env.pods()
+    assert sorted(pinned_node(p) for p in pods) == ["n1", "n2"]
+    ds = await env.get_ds()
+    revs = await env.revisions()
+    assert len(revs) == 1 and revs[0]["revision"] == 1
+    hash_ = revs[0]["metadata"]["labels"]["controller-revision-hash"]
+    assert revs[0]["metadata"]["name"] == f"ds-{hash_}"
+    for pod in pods:
+        md = pod["metadata"]
+        assert md["generateName"] == "ds-"
+        assert md["labels"] == {"app": "ds", "controller-revision-hash": hash_, "pod-template-generation": "1"}
+        assert md["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                                          "uid": ds["metadata"]["uid"], "controller": True,
+                                          "blockOwnerDeletion": True}]
+        keys = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
+        assert ("node.kubernetes.io/not-ready", "NoExecute") in keys
+        assert ("node.kubernetes.io/unschedulable", "NoSchedule") in keys
+        assert not pod["spec"].get("nodeName")
+    assert counters(status) == (2, 2, 0, 2, 0, 0, 2)
+    assert status["observedGeneration"] == 1
+    assert cond(status, "Progressing")["reason"] == "RevisionRollingOut"
+    await env.run_pods()
+    status = await env.settle()
+    assert counters(status) == (2, 2, 2, 2, 2, 0, 0)
+    assert cond(status, "Progressing")["reason"] == "NewRevisionAvailable"
+    assert cond(status, "Available")["status"] == "True"
+    assert sorted(m.split(": ")[0] for m in await env.events("SuccessfulCreate")) == ["Created pod", "Created pod"]
+    # steady state: no write loop, no further work
+    syncs = env.ctrl.syncs
+    await env.settle()
+    assert env.ctrl.syncs == syncs
+
+
+async def test_tolerated_control_plane_and_new_nodes(env):
+    await env.node("n1")
+    await env.daemonset(tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists",
+                                      "effect": "NoSchedule"}])
+    await env.settle()
+    await env.node("cp", taints=[CONTROL_PLANE_TAINT])
+    await env.node("n2")
+    status = await env.settle()
+    assert sorted(pinned_node(p) for p in await env.pods()) == ["cp", "n1", "n2"]
+    assert counters(status)[:2] == (3, 3)
+
+
+async def test_node_relabel_starts_and_stops_pods(env):
+    await env.node("n1", labels={"disk": "ssd"})
+    await env.node("n2", labels={"disk": "hdd"})
+    await env.daemonset(node_selector={"disk": "ssd"})
+    await env.settle()
+    assert [pinned_node(p) for p in await env.pods()] == ["n1"]
+    await env.patch_node("n2", {"metadata": {"labels": {"disk": "ssd"}}})
+    await env.settle()
+    assert sorted(pinned_node(p) for p in await env.pods()) == ["n1", "n2"]
+    await env.run_pods()
+    await env.settle()
+    await env.patch_node("n1", {"metadata": {"labels": {"disk": "hdd"}}})
+    status = await env.settle()
+    # the bound pod on n1 is terminating: misscheduled until it is gone
+    assert counters(status)[0] == 1 and status["numberMisscheduled"] == 1
+    await env.finish_deletions()
+    status = await env.settle()
+    assert [pinned_node(p) for p in await env.pods()] == ["n2"]
+    assert counters(status) == (1, 1, 1, 1, 1, 0, 0)
+
+
+async def test_taints_noschedule_keeps_noexecute_evicts(env):
+    await env.node("n1")
+    await env.node("n2")
+    await env.daemonset()
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.patch_node("n1", {"spec": {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}})
+    status = await env.settle()
+    assert len(await env.pods(include_terminating=False)) == 2
+    assert counters(status) == (1, 1, 1, 1, 1, 1, 0)
+    await env.patch_node("n2", {"spec": {"taints": [{"key": "dedicated", "value": "x", "effect": "NoExecute"}]}})
+    status = await env.settle()
+    assert [pinned_node(p) for p in await env.pods(include_terminating=False)] == ["n1"]
+    assert status["desiredNumberScheduled"] == 0
+
+
+async def test_unbound_pod_on_deleted_node_is_deleted_on_next_sync(env):
+    await env.node("n1")
+    await env.node("n2")
+    await env.daemonset()
+    await env.settle()
+    await env.client.delete("nodes", "n2")
+    await env.settle()
+    assert len(await env.pods()) == 2  # no node-delete handler: nothing happens yet
+    await env.ctrl.sync(KEY)
+    status = await env.settle()
+    assert [pinned_node(p) for p in await env.pods()] == ["n1"]
+    assert counters(status)[:2] == (1, 1)
+
+
+async def rollout(env, *, max_unavailable_allowed: int, max_pods_per_node: int = 1, rounds: int = 40) -> list[tuple]:
+    """Drive a rollout to completion, checking the budget at every step; returns status history."""
+    history = []
+    for _ in range(rounds):
+        status = await env.settle()
+        history.append(counters(status))
+        ds = await env.get_ds()
+        desired = status["desiredNumberScheduled"]
+        assert status["numberUnavailable"] <= max_unavailable_allowed or status["updatedNumberScheduled"] == desired
+        by_node: dict[str, int] = {}
+        for p in await env.pods(include_terminating=False):
+            by_node[pinned_node(p)] = by_node.get(pinned_node(p), 0) + 1
+        assert max(by_node.values(), default=0) <= max_pods_per_node
+        if status["updatedNumberScheduled"] == desired and status["numberAvailable"] == desired and \
+                status.get("observedGeneration") == ds["metadata"]["generation"]:
+            return history
+        await env.finish_deletions()
+        status = await env.settle()
+        history.append(counters(status))
+        assert status["numberUnavailable"] <= max_unavailable_allowed
+        await env.run_pods()
+    raise AssertionError(f"rollout did not finish: {history}")
+
+
+async def test_rolling_update_max_unavailable_one(env):
+    for i in range(4):
+        await env.node(f"n{i}")
+    await env.daemonset()
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_image("nginx:2")
+    history = await rollout(env, max_unavailable_allowed=1)
+    assert len(await env.revisions()) == 2
+    new_hash = (await env.revisions())[-1]["metadata"]["labels"]["controller-revision-hash"]
+    assert all(p["metadata"]["labels"]["controller-revision-hash"] == new_hash for p in await env.pods())
+    assert all(p["spec"]["containers"][0]["image"] == "nginx:2" for p in await env.pods())
+    assert max(h[-1] for h in history) == 1
+    assert len(await env.events("SuccessfulDelete")) == 4
+
+
+async def test_rolling_update_percentage(env):
+    for i in range(4):
+        await env.node(f"n{i}")
+    await env.daemonset(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "50%"}})
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_image("nginx:2")
+    status = await env.settle()
+    assert len([p for p in await env.pods() if p["metadata"].get("deletionTimestamp")]) == 2
+    assert status["numberUnavailable"] == 0  # terminating pods still count (oldest pod, still Ready)
+    await env.finish_deletions()
+    status = await env.settle()
+    assert status["numberUnavailable"] == 2
+    await rollout(env, max_unavailable_allowed=2)
+
+
+async def test_rolling_update_max_surge(env):
+    for i in range(3):
+        await env.node(f"n{i}")
+    await env.daemonset(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}})
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_image("nginx:2")
+    await env.settle()
+    live = await env.pods(include_terminating=False)
+    assert len(live) == 4  # one surge pod next to its old pod
+    history = await rollout(env, max_unavailable_allowed=0, max_pods_per_node=2)
+    assert all(h[4] >= 3 or h[3] == 3 for h in history)  # availability kept throughout
+    assert len(await env.pods(include_terminating=False)) == 3
+
+
+async def test_on_delete_replaces_only_deleted_pods(env):
+    await env.node("n1")
+    await env.node("n2")
+    await env.daemonset(strategy={"type": "OnDelete"})
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_image("nginx:2")
+    status = await env.settle()
+    assert status["updatedNumberScheduled"] == 0 and status["observedGeneration"] == 2
+    assert cond(status, "Progressing")["reason"] == "WaitingForPodDeletion"
+    victim = (await env.pods())[0]
+    await env.client.delete("pods", victim["metadata"]["name"], namespace=NS, grace_period_seconds=0)
+    status = await env.settle()
+    images = sorted(p["spec"]["containers"][0]["image"] for p in await env.pods())
+    assert images == ["nginx:1", "nginx:2"]
+    assert status["updatedNumberScheduled"] == 1
+
+
+async def test_failed_pods_are_deleted_with_backoff(env):
+    await env.node("n1")
+    await env.daemonset()
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    first = (await env.pods())[0]
+    await env.set_phase(first, "Failed", ready=False)
+    await env.settle()
+    await env.finish_deletions()
+    await env.settle()
+    pods = await env.pods()
+    assert len(pods) == 1 and pods[0]["metadata"]["name"] != first["metadata"]["name"]
+    assert len(await env.events("FailedDaemonPod")) == 1
+    # The replacement fails at once: within the 1 s backoff it is left alone.
+    await env.run_pods()
+    await env.settle()
+    second = (await env.pods())[0]
+    await env.set_phase(second, "Failed", ready=False)
+    await env.settle()
+    assert [p["metadata"]["name"] for p in await env.pods()] == [second["metadata"]["name"]]
+    assert len(await env.events("FailedDaemonPod")) == 1
+    env.clock.advance(1.5)
+    await env.ctrl.sync(KEY)
+    await env.settle()
+    # terminal pods are deleted at once by the API server; a third pod replaces the second
+    assert [p["metadata"]["name"] for p in await env.pods()] != [second["metadata"]["name"]]
+    assert len(await env.events("FailedDaemonPod")) == 2
+    assert env.ctrl.backoff.get(f"{(await env.get_ds())['metadata']['uid']}/1/n1") == 2
+
+
+async def test_succeeded_pod_is_deleted(env):
+    await env.node("n1")
+    await env.daemonset()
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_phase((await env.pods())[0], "Succeeded", ready=False)
+    await env.settle()
+    assert len(await env.events("SucceededDaemonPod")) == 1
+
+
+async def test_adopts_orphans_and_releases_relabelled_pods(env):
+    await env.node("n1")
+    await env.node("n2")
+    orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "orphan", "namespace": NS, "labels": {"app": "ds"}},
+              "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx:0"}]}}
+    await env.client.create("pods", orphan)
+    ds = await env.daemonset()
+    status = await env.settle()
+    pods = {p["metadata"]["name"]: p for p in await env.pods()}
+    assert len(pods) == 2
+    assert pods["orphan"]["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]
+    # adopted without the current hash: an old pod, counted but not updated
+    assert counters(status)[:2] == (2, 2) and status["updatedNumberScheduled"] == 1
+    other = next(n for n in pods if n != "orphan")
+    await env.client.patch("pods", other, {"metadata": {"labels": {"app": "gone"}}}, namespace=NS)
+    await env.settle()
+    released = await env.client.get("pods", other, namespace=NS)
+    assert not released["metadata"].get("ownerReferences")
+    owned = [p for p in await env.pods() if p["metadata"].get("ownerReferences")]
+    assert sorted(pinned_node(p) if p["spec"].get("affinity") else p["spec"]["nodeName"] for p in owned) == ["n1", "n2"]
+
+
+async def test_history_rollback_and_cleanup(env):
+    await env.node("n1")
+    await env.daemonset(history_limit=1)
+    await env.settle()
+    await env.set_image("nginx:2")
+    await env.settle()
+    await env.set_image("nginx:3")
+    await env.settle()
+    revs = await env.revisions()
+    assert [r["revision"] for r in revs] == [2, 3]  # revision 1 cleaned up (limit 1, unused)
+    target = revs[0]
+    # kubectl rollout undo: the revision's data as a strategic merge patch
+    await env.client.patch(DS, "ds", target["data"], namespace=NS, patch_type="strategic")
+    await env.settle()
+    revs = await env.revisions()
+    assert [(r["metadata"]["name"], r["revision"]) for r in revs] == [
+        (revs[0]["metadata"]["name"], 3), (target["metadata"]["name"], 4)]
+    ds = await env.get_ds()
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    # the pods follow the rolled-back hash
+    await rollout(env, max_unavailable_allowed=1)
+    hashes = {p["metadata"]["labels"]["controller-revision-hash"] for p in await env.pods()}
+    assert hashes == {target["metadata"]["labels"]["controller-revision-hash"]}
+
+
+async def test_delete_collection_recreates_pods(env):
+    for i in range(3):
+        await env.node(f"n{i}")
+    await env.daemonset()
+    await env.settle()
+    before = {p["metadata"]["name"] for p in await env.pods()}
+    await env.client.delete_collection("pods", namespace=NS, label_selector="app=ds")
+    await env.finish_deletions()
+    status = await env.settle()
+    after = {p["metadata"]["name"] for p in await env.pods()}
+    assert len(after) == 3 and not (before & after)
+    assert counters(status)[:2] == (3, 3)
+
+
+async def test_observed_generation_held_back_while_expectations_pending(env):
+    await env.node("n1")
+    await env.daemonset()
+    await env.settle()
+    env.ctrl.expectations.set_expectations(KEY, 1, 0)
+    await env.set_image("nginx:2")
+    await env.ctrl.wait_idle()
+    ds = await env.get_ds()
+    assert ds["metadata"]["generation"] == 2 and ds["status"]["observedGeneration"] == 1
+    env.ctrl.expectations.delete_expectations(KEY)
+    await env.ctrl.sync(KEY)
+    assert (await env.get_ds())["status"]["observedGeneration"] == 2
+
+
+async def test_min_ready_seconds_gates_availability(env):
+    await env.node("n1")
+    await env.daemonset(min_ready=10)
+    await env.settle()
+    await env.run_pods()
+    status = await env.settle()
+    assert status["numberReady"] == 1 and status["numberAvailable"] == 0
+    env.clock.advance(11)
+    await env.ctrl.sync(KEY)
+    status = await env.settle()
+    assert status["numberAvailable"] == 1
+
+
+async def test_stuck_rollout_condition(env):
+    env.ctrl.progress_deadline = 60
+    await env.node("n1")
+    await env.daemonset()
+    await env.settle()
+    await env.run_pods()
+    await env.settle()
+    await env.set_image("nginx:2")
+    await env.settle()
+    await env.finish_deletions()
+    status = await env.settle()  # the new pod exists but never becomes ready
+    assert cond(status, "Progressing")["status"] == "True"
+    env.clock.advance(61)
+    await env.ctrl.sync(KEY)
+    status = await env.settle()
+    progressing = cond(status, "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert "0 of 1 available" in progressing["message"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_incremental_status_equals_full_recount_under_random_changes(env, seed):
+    """Property: after any sequence of node and pod changes, the incrementally maintained
+    counters equal upstream's full recount (checked by ``settle`` after every step)."""
+    import random
+
+    rng = random.Random(seed)
+    for i in range(6):
+        await env.node(f"n{i}", labels={"role": rng.choice(["a", "b"])})
+    await env.daemonset(node_selector={"role": "a"}, min_ready=5)
+    await env.settle()
+    names = [f"n{i}" for i in range(6)]
+    for step in range(25):
+        action = rng.choice(["relabel", "taint", "untaint", "run", "fail", "delete_pod", "finish", "tick",
+                             "add_node", "delete_node", "image"])
+        if action == "relabel" and names:
+            await env.patch_node(rng.choice(names), {"metadata": {"labels": {"role": rng.choice(["a", "b"])}}})
+        elif action == "taint" and names:
+            effect = rng.choice(["NoSchedule", "NoExecute", "PreferNoSchedule"])
+            await env.patch_node(rng.choice(names), {"spec": {"taints": [{"key": "t", "effect": effect}]}})
+        elif action == "untaint" and names:
+            await env.patch_node(rng.choice(names), {"spec": {"taints": None}})
+        elif action == "run":
+            await env.run_pods()
+        elif action in ("fail", "delete_pod"):
+            pods = await env.pods(include_terminating=False)
+            if pods:
+                victim = rng.choice(pods)
+                if action == "fail":
+                    await env.set_phase(victim, "Failed", ready=False)
+                else:
+                    await env.client.delete("pods", victim["metadata"]["name"], namespace=NS)
+        elif action == "finish":
+            await env.finish_deletions()
+        elif action == "tick":
+            env.clock.advance(rng.choice([1, 3, 6]))
+            await env.ctrl.sync(KEY)
+        elif action == "add_node":
+            name = f"x{step}"
+            await env.node(name, labels={"role": "a"})
+            names.append(name)
+        elif action == "delete_node" and names:
+            await env.client.delete("nodes", names.pop(rng.randrange(len(names))))
+            await env.ctrl.sync(KEY)
+        elif action == "image":
+            await env.set_image(f"nginx:{step}")
+        await env.settle()
