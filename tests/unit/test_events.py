@@ -1,0 +1,206 @@
+"""EventRecorder: the Event's shape, aggregation of repeats into count, fire-and-forget errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from everynode.api import errors
+from everynode.client.events import NORMAL, WARNING, EventRecorder, object_reference
+from everynode.clock import Clock
+
+Obj = dict[str, Any]
+
+
+class FakeClock(Clock):
+    def __init__(self) -> None:
+        self.t = 1_700_000_000.0
+
+    def now(self) -> float:
+        return self.t
+
+    def monotonic(self) -> float:
+        return self.t
+
+
+class EventSink:
+    """Records create/patch calls on events; can be told to fail."""
+
+    def __init__(self) -> None:
+        self.events: dict[tuple[str, str], Obj] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.fail_with: Exception | None = None
+
+    async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, **_: Any) -> Obj:
+        assert resource == "events"
+        await asyncio.sleep(0)
+        self.calls.append(("create", obj["metadata"]["name"]))
+        if self.fail_with is not None:
+            raise self.fail_with
+        key = (namespace, obj["metadata"]["name"])
+        if key in self.events:
+            raise errors.already_exists("events", "", obj["metadata"]["name"])
+        self.events[key] = obj
+        return obj
+
+    async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",
+                    **_: Any) -> Obj:
+        assert resource == "events" and patch_type == "strategic"
+        await asyncio.sleep(0)
+        self.calls.append(("patch", name))
+        if (namespace, name) not in self.events:
+            raise errors.not_found("events", "", name)
+        ev = {**self.events[(namespace, name)], **patch}
+        self.events[(namespace, name)] = ev
+        return ev
+
+
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "web-abc", "namespace": "prod", "uid": "u-1", "resourceVersion": "7"}}
+DS = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+      "metadata": {"name": "agent", "namespace": "kube-system", "uid": "u-2", "resourceVersion": "9"}}
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1", "uid": "u-3", "resourceVersion": "3"}}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+async def test_event_shape(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="daemonset-controller", host="cp-1", clock=clock)
+    rec.event(DS, NORMAL, "SuccessfulCreate", "Created pod: agent-x2c4v")
+    await rec.flush()
+    [(ns, name)] = sink.events
+    ev = sink.events[(ns, name)]
+    assert ns == "kube-system"
+    assert name.startswith("agent.") and int(name.split(".", 1)[1], 16) == int(clock.t * 1e9)
+    assert ev["involvedObject"] == {"kind": "DaemonSet", "namespace": "kube-system", "name": "agent",
+                                    "uid": "u-2", "apiVersion": "apps/v1", "resourceVersion": "9"}
+    assert ev["source"] == {"component": "daemonset-controller", "host": "cp-1"}
+    assert ev["firstTimestamp"] == ev["lastTimestamp"] == "2023-11-14T22:13:20Z"
+    assert (ev["count"], ev["type"], ev["reason"], ev["message"]) == (
+        1, "Normal", "SuccessfulCreate", "Created pod: agent-x2c4v")
+    assert (ev["reportingComponent"], ev["reportingInstance"]) == ("daemonset-controller", "cp-1")
+    assert ev["kind"] == "Event" and ev["apiVersion"] == "v1"
+    await rec.close()
+
+
+async def test_cluster_scoped_object_events_go_to_default_namespace(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="node-controller", clock=clock)
+    rec.event(NODE, NORMAL, "RegisteredNode", "Node worker-1 event: Registered Node worker-1 in Controller")
+    await rec.flush()
+    [(ns, _name)] = sink.events
+    ev = next(iter(sink.events.values()))
+    assert ns == "default"
+    assert "namespace" not in ev["involvedObject"]
+    assert ev["source"] == {"component": "node-controller"}
+    await rec.close()
+
+
+async def test_repeats_are_aggregated_into_count(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock)
+    rec.event(POD, WARNING, "BackOff", "Back-off restarting failed container")
+    clock.t += 10
+    rec.event(POD, WARNING, "BackOff", "Back-off restarting failed container")
+    clock.t += 10
+    rec.event(POD, WARNING, "BackOff", "Back-off restarting failed container")
+    await rec.flush()
+    assert [c[0] for c in sink.calls] == ["create", "patch", "patch"]
+    [ev] = sink.events.values()
+    assert ev["count"] == 3
+    assert ev["firstTimestamp"] == "2023-11-14T22:13:20Z"
+    assert ev["lastTimestamp"] == "2023-11-14T22:13:40Z"
+    assert rec.stats.created == 1 and rec.stats.patched == 2
+    await rec.close()
+
+
+@pytest.mark.parametrize("different", [
+    {"type": NORMAL},
+    {"reason": "Other"},
+    {"message": "another message"},
+    {"obj": {**POD, "metadata": {**POD["metadata"], "uid": "u-other"}}},
+])
+async def test_different_events_are_not_aggregated(clock, different):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock)
+    base = {"obj": POD, "type": WARNING, "reason": "BackOff", "message": "m"}
+    rec.event(base["obj"], base["type"], base["reason"], base["message"])
+    args = {**base, **different}
+    rec.event(args["obj"], args["type"], args["reason"], args["message"])
+    await rec.flush()
+    assert [c[0] for c in sink.calls] == ["create", "create"]
+    assert len(sink.events) == 2
+    await rec.close()
+
+
+async def test_same_instant_events_get_distinct_names(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock)
+    for i in range(5):
+        rec.event(DS, NORMAL, "SuccessfulCreate", f"Created pod: p{i}")
+    await rec.flush()
+    assert len(sink.events) == 5
+    await rec.close()
+
+
+async def test_deleted_aggregate_is_recreated_with_its_count(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock)
+    rec.event(POD, WARNING, "BackOff", "m")
+    await rec.flush()
+    sink.events.clear()  # e.g. the event TTL removed it
+    rec.event(POD, WARNING, "BackOff", "m")
+    await rec.flush()
+    assert [c[0] for c in sink.calls] == ["create", "patch", "create"]
+    [ev] = sink.events.values()
+    assert ev["count"] == 2
+    await rec.close()
+
+
+async def test_lru_is_bounded(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock, cache_size=2)
+    for msg in ("a", "b", "c"):
+        rec.event(POD, NORMAL, "R", msg)
+    rec.event(POD, NORMAL, "R", "a")  # evicted: created anew, not patched
+    await rec.flush()
+    assert [c[0] for c in sink.calls] == ["create"] * 4
+    await rec.close()
+
+
+async def test_errors_are_swallowed_and_counted(clock):
+    sink = EventSink()
+    sink.fail_with = errors.internal("etcd is down")
+    rec = EventRecorder(sink, component="c", clock=clock)
+    rec.event(POD, NORMAL, "R", "m")  # must not raise
+    await rec.flush()
+    assert rec.stats.failed == 1
+    await rec.close()
+
+
+async def test_full_queue_drops_instead_of_blocking(clock):
+    sink = EventSink()
+    rec = EventRecorder(sink, component="c", clock=clock, workers=1, max_queued=3)
+    for i in range(10):
+        rec.event(POD, NORMAL, "R", f"m{i}")
+    assert rec.stats.dropped >= 6
+    await rec.flush()
+    assert len(sink.events) + rec.stats.dropped == 10
+    await rec.close()
+
+
+def test_invalid_type_is_rejected_without_raising(clock):
+    rec = EventRecorder(EventSink(), component="c", clock=clock)
+    rec.event(POD, "Bogus", "R", "m")
+    assert rec.stats.dropped == 0
+
+
+def test_object_reference_from_reference():
+    ref = {"kind": "Pod", "namespace": "a", "name": "b", "uid": "", "fieldPath": "spec.containers{x}"}
+    assert object_reference(ref) == {"kind": "Pod", "namespace": "a", "name": "b", "fieldPath": "spec.containers{x}"}
