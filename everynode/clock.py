@@ -3,7 +3,7 @@
 Design choice: components wait with plain asyncio (``asyncio.sleep``, ``loop.call_later``) and
 read wall-clock time only through a :class:`Clock`.  In real time the clock is ``time.time``.
 In virtual time the event loop itself runs on virtual time (it jumps to the next timer when
-nothing is ready, see ``everynode.simulation.virtualtime``), and :class:`LoopClock` derives wall
+nothing is ready, see ``everynode.virtualtime``), and :class:`LoopClock` derives wall
 time from the loop's time, so timestamps written into objects move with the virtual clock.
 The trade-off: virtual time only works where every waiter uses the loop (no threads, no real
 sockets needed for progress) — true for the in-process transport, which is what it is for.

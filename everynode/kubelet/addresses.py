@@ -1,0 +1,60 @@
+"""Addresses of simulated nodes and their pods, derived from a per-node index.
+
+Why an index: a node's InternalIP and podCIDR must be unique, and stable across restarts of
+``everynode up`` (a pod's IP must not change because the process restarted).  Each adopted node
+gets the next free small integer, persisted on the Node as the annotation
+``everynode.io/node-index``; everything else is computed from it.
+
+Layout (10.0.0.0/8, enough for the 65,000-node target):
+* node ``i`` has InternalIP ``10.0.0.0 + i + 2`` → 10.0.0.2, 10.0.0.3, …, 10.0.255.255 (the
+  first 65,534 nodes stay inside 10.0.0.0/16, as "10.0.x.y");
+* node ``i`` has podCIDR the ``i``-th /24 counted from 10.244.0.0/24 upward through
+  10.255.255.0/24 and then wrapping to 10.1.0.0/24 … 10.243.255.0/24 (10.0.0.0/16 is left to the
+  node IPs): 65,280 distinct /24s; beyond that, CIDRs repeat (documented limit);
+* pod ``k`` on a node gets ``<podCIDR>.k`` for k in 2..254 (``.1`` is the bridge, as with the
+  usual CNI plugins); hostNetwork pods get the node's InternalIP.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+NODE_IP_BASE = int(ipaddress.IPv4Address("10.0.0.0")) + 2
+TEN = int(ipaddress.IPv4Address("10.0.0.0"))
+POD_SUBNETS = 65536 - 256  # /24s in 10.0.0.0/8 outside 10.0.0.0/16
+FIRST_POD_SUBNET = 244 * 256  # 10.244.0.0/24 as the /24 number inside 10/8
+FIRST_POD_HOST = 2
+LAST_POD_HOST = 254
+
+
+def node_ip(index: int) -> str:
+    return str(ipaddress.IPv4Address(NODE_IP_BASE + index))
+
+
+def _subnet_number(index: int) -> int:
+    """The /24 number inside 10.0.0.0/8 (0..65535), never in 10.0.0.0/16 (0..255)."""
+    # Walk 10.244 … 10.255, then 10.1 … 10.243 (i.e. numbers 256..65535 rotated to start at 244*256).
+    offset = (FIRST_POD_SUBNET - 256 + index) % POD_SUBNETS
+    return 256 + offset
+
+
+def pod_cidr(index: int) -> str:
+    base = TEN + _subnet_number(index) * 256
+    return f"{ipaddress.IPv4Address(base)}/24"
+
+
+def pod_ip(cidr: str, host: int) -> str:
+    net = ipaddress.IPv4Network(cidr, strict=False)
+    return str(net.network_address + host)
+
+
+def host_of(cidr: str, ip: str) -> int | None:
+    """The host number of ``ip`` inside ``cidr`` (None when outside)."""
+    try:
+        net = ipaddress.IPv4Network(cidr, strict=False)
+        addr = ipaddress.IPv4Address(ip)
+    except ValueError:
+        return None
+    if addr not in net:
+        return None
+    return int(addr) - int(net.network_address)

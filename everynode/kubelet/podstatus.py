@@ -1,0 +1,238 @@
+"""Pod and node status documents as a kubelet writes them (pure functions, no I/O).
+
+Shapes follow ``pkg/kubelet/kubelet_pods.go`` (``generateAPIPodStatus``), ``pkg/kubelet/status``
+and ``pkg/kubelet/nodestatus/setters.go``: the condition types and reasons, the container
+state/lastState layout, the ``containerID``/``imageID`` forms, and the node conditions'
+reasons and messages.  Only what a user or controller reads is produced; images, volumes and
+resource accounting of a real node are left out.
+
+Every function returns a fresh dict meant as a strategic-merge patch body's ``status`` (lists
+of conditions merge by ``type``; ``containerStatuses`` are replaced whole).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+Obj = dict[str, Any]
+
+RUNTIME = "everynode"
+RUNTIME_VERSION = "everynode://0.1.0"
+KUBELET_VERSION = "v1.33.0"
+OS_IMAGE = "everynode simulated node"
+KERNEL_VERSION = "6.1.0-everynode"
+KUBELET_PORT = 10250
+
+DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def container_id(pod_uid: str, name: str, restart: int) -> str:
+    return f"{RUNTIME}://{_digest(pod_uid, name, str(restart))}"
+
+
+def image_ref(image: str) -> str:
+    """Fully qualified image name, as the runtime reports it (docker.io/library/ for short names)."""
+    name = image.split("@", 1)[0]
+    first = name.split("/", 1)[0]
+    if "/" not in name:
+        name = f"docker.io/library/{name}"
+    elif "." not in first and ":" not in first and first != "localhost":
+        name = f"docker.io/{name}"
+    if ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    return name
+
+
+def image_id(image: str) -> str:
+    repo = image_ref(image).rsplit(":", 1)[0]
+    return f"{repo}@sha256:{_digest(image)}"
+
+
+def _containers(spec: Obj) -> list[Obj]:
+    return list(spec.get("containers") or ())
+
+
+def _names(spec: Obj) -> str:
+    return " ".join(c.get("name", "") for c in _containers(spec))
+
+
+def condition(type_: str, status: str, now: str, *, reason: str | None = None, message: str | None = None) -> Obj:
+    # reason/message are always present: None deletes a stale value in a strategic-merge patch.
+    return {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": now,
+            "reason": reason or None, "message": message or None}
+
+
+def _keep_transition(conds: list[Obj], previous: list[Obj] | None) -> list[Obj]:
+    """Keep ``lastTransitionTime`` of conditions whose status did not change."""
+    if not previous:
+        return conds
+    old = {c.get("type"): c for c in previous}
+    for c in conds:
+        o = old.get(c["type"])
+        if o is not None and o.get("status") == c["status"] and o.get("lastTransitionTime"):
+            c["lastTransitionTime"] = o["lastTransitionTime"]
+    return conds
+
+
+def pod_conditions(pod: Obj, now: str, *, sandbox: bool, ready: bool, failed: bool = False) -> list[Obj]:
+    spec = pod.get("spec") or {}
+    previous = (pod.get("status") or {}).get("conditions")
+    if ready:
+        cr = condition("ContainersReady", "True", now)
+        r = condition("Ready", "True", now)
+    elif failed:
+        cr = condition("ContainersReady", "False", now, reason="PodFailed")
+        r = condition("Ready", "False", now, reason="PodFailed")
+    else:
+        msg = f"containers with unready status: [{_names(spec)}]"
+        cr = condition("ContainersReady", "False", now, reason="ContainersNotReady", message=msg)
+        r = condition("Ready", "False", now, reason="ContainersNotReady", message=msg)
+    conds = [
+        condition("PodReadyToStartContainers", "True" if sandbox else "False", now),
+        condition("Initialized", "True", now),
+        r,
+        cr,
+    ]
+    if not any(c.get("type") == "PodScheduled" for c in previous or ()):
+        conds.append(condition("PodScheduled", "True", now))
+    return _keep_transition(conds, previous)
+
+
+def _base_status(c: Obj, pod_uid: str, restart: int) -> Obj:
+    image = c.get("image") or ""
+    return {
+        "name": c.get("name", ""),
+        "image": image_ref(image) if image else "",
+        "imageID": "",
+        "ready": False,
+        "restartCount": restart,
+        "started": False,
+    }
+
+
+def waiting_statuses(spec: Obj, pod_uid: str, *, reason: str, message: str | None = None,
+                     restart: int = 0, last_state: Obj | None = None) -> list[Obj]:
+    out = []
+    for c in _containers(spec):
+        s = _base_status(c, pod_uid, restart)
+        w: Obj = {"reason": reason}
+        if message:
+            w["message"] = message.replace("{image}", c.get("image") or "")
+        s["state"] = {"waiting": w}
+        s["lastState"] = last_state or {}
+        out.append(s)
+    return out
+
+
+def running_statuses(spec: Obj, pod_uid: str, now: str, *, ready: bool, restart: int = 0,
+                     last_state: Obj | None = None, started_at: str | None = None) -> list[Obj]:
+    out = []
+    for c in _containers(spec):
+        s = _base_status(c, pod_uid, restart)
+        s["containerID"] = container_id(pod_uid, c.get("name", ""), restart)
+        s["imageID"] = image_id(c.get("image") or "")
+        s["ready"] = ready
+        s["started"] = True
+        s["state"] = {"running": {"startedAt": started_at or now}}
+        s["lastState"] = last_state or {}
+        out.append(s)
+    return out
+
+
+def terminated_state(pod_uid: str, name: str, restart: int, *, started: str, finished: str,
+                     exit_code: int = 1, reason: str = "Error") -> Obj:
+    return {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": finished,
+                           "containerID": container_id(pod_uid, name, restart)}}
+
+
+def terminated_statuses(spec: Obj, pod_uid: str, *, started: str, finished: str, exit_code: int = 1,
+                        reason: str = "Error", restart: int = 0) -> list[Obj]:
+    out = []
+    for c in _containers(spec):
+        s = _base_status(c, pod_uid, restart)
+        s["containerID"] = container_id(pod_uid, c.get("name", ""), restart)
+        s["imageID"] = image_id(c.get("image") or "")
+        s["state"] = terminated_state(pod_uid, c.get("name", ""), restart, started=started, finished=finished,
+                                      exit_code=exit_code, reason=reason)
+        s["lastState"] = {}
+        out.append(s)
+    return out
+
+
+def init_container_statuses(spec: Obj, pod_uid: str, now: str) -> list[Obj]:
+    """Init containers ran to completion (the simulation does not fail them)."""
+    out = []
+    for c in spec.get("initContainers") or ():
+        name = c.get("name", "")
+        s = _base_status(c, pod_uid, 0)
+        s["containerID"] = container_id(pod_uid, name, 0)
+        s["imageID"] = image_id(c.get("image") or "")
+        if c.get("restartPolicy") == "Always":  # sidecar: keeps running
+            s["ready"] = True
+            s["started"] = True
+            s["state"] = {"running": {"startedAt": now}}
+        else:
+            s["ready"] = True
+            s["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
+                                         "containerID": s["containerID"]}}
+        s["lastState"] = {}
+        out.append(s)
+    return out
+
+
+# -- nodes -----------------------------------------------------------------------------------------
+
+NODE_CONDITIONS = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
+
+
+def node_conditions(node: Obj, now: str) -> list[Obj]:
+    """The four conditions a healthy kubelet reports; transition times kept where unchanged."""
+    previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    out = []
+    for type_, reason, message in (*NODE_CONDITIONS, ("Ready", "KubeletReady", "kubelet is posting ready status")):
+        status = "True" if type_ == "Ready" else "False"
+        old = previous.get(type_)
+        ltt = old["lastTransitionTime"] if old and old.get("status") == status and old.get("lastTransitionTime") else now
+        out.append({"type": type_, "status": status, "lastHeartbeatTime": now, "lastTransitionTime": ltt,
+                    "reason": reason, "message": message})
+    return out
+
+
+def node_info(node: Obj) -> Obj:
+    md = node.get("metadata") or {}
+    uid = md.get("uid") or md.get("name") or ""
+    machine = _digest("machine", uid)[:32]
+    system = _digest("system", uid)
+    return {
+        "machineID": machine,
+        "systemUUID": f"{system[:8]}-{system[8:12]}-{system[12:16]}-{system[16:20]}-{system[20:32]}",
+        "bootID": f"{machine[:8]}-{machine[8:12]}-{machine[12:16]}-{machine[16:20]}-{machine[20:32]}",
+        "kernelVersion": KERNEL_VERSION,
+        "osImage": OS_IMAGE,
+        "containerRuntimeVersion": RUNTIME_VERSION,
+        "kubeletVersion": KUBELET_VERSION,
+        "kubeProxyVersion": "",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+    }
+
+
+def node_resources(node: Obj) -> tuple[Obj, Obj]:
+    """(capacity, allocatable): what the Node already says, else the defaults (cpu 4, 16Gi, 110)."""
+    status = node.get("status") or {}
+    capacity = dict(status.get("capacity") or {}) or dict(DEFAULT_CAPACITY)
+    for k, v in DEFAULT_CAPACITY.items():
+        capacity.setdefault(k, v)
+    allocatable = dict(status.get("allocatable") or {}) or dict(capacity)
+    for k, v in capacity.items():
+        allocatable.setdefault(k, v)
+    return capacity, allocatable

@@ -1,0 +1,387 @@
+"""The kubelet simulation against the real in-process API, in virtual time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from everynode.apiserver.service import ApiService
+from everynode.client.informer import SharedInformerFactory
+from everynode.client.inprocess import InProcessClient
+from everynode.clock import parse_rfc3339
+from everynode.kubelet import KubeletSimulator
+from everynode.kubelet.simulator import backoff_delay
+from everynode.scheduler import Scheduler
+from everynode.storage.memory import MemoryStore
+from everynode.virtualtime import run_virtual, virtual_clock
+
+Obj = dict[str, Any]
+
+
+class Cluster:
+    def __init__(self, *, store: MemoryStore | None = None, pod_startup: float = 1.0) -> None:
+        self.clock = virtual_clock()
+        self.store = store or MemoryStore()
+        self.service = ApiService(self.store, clock=self.clock)
+        self.client = InProcessClient(self.service)
+        self.factory = SharedInformerFactory(self.client)
+        self.scheduler = Scheduler(self.client, clock=self.clock, informers=self.factory)
+        self.kubelet = KubeletSimulator(self.client, clock=self.clock, informers=self.factory,
+                                        pod_startup=pod_startup)
+
+    async def __aenter__(self) -> Cluster:
+        await self.scheduler.start()
+        await self.kubelet.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.scheduler.stop()
+        await self.kubelet.stop()
+        await self.factory.stop()
+
+    async def node(self, name: str, *, annotations: dict[str, str] | None = None) -> Obj:
+        md: Obj = {"name": name, "labels": {"kubernetes.io/hostname": name}}
+        if annotations:
+            md["annotations"] = annotations
+        return await self.client.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": md})
+
+    async def pod(self, name: str, *, annotations: dict[str, str] | None = None, host_network: bool = False,
+                  env: list[Obj] | None = None, restart_policy: str | None = None) -> Obj:
+        container: Obj = {"name": "c", "image": "nginx:1.27"}
+        if env:
+            container["env"] = env
+        spec: Obj = {"containers": [container]}
+        if host_network:
+            spec["hostNetwork"] = True
+        if restart_policy:
+            spec["restartPolicy"] = restart_policy
+        md: Obj = {"name": name, "namespace": "default"}
+        if annotations:
+            md["annotations"] = annotations
+        return await self.client.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec})
+
+    async def get_pod(self, name: str) -> Obj:
+        return await self.client.get("pods", name, namespace="default")
+
+    async def get_node(self, name: str) -> Obj:
+        return await self.client.get("nodes", name)
+
+    async def lease(self, name: str) -> Obj:
+        return await self.client.get("leases.coordination.k8s.io", name, namespace="kube-node-lease")
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = 120.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in virtual time")
+        await asyncio.sleep(0.25)
+
+
+def cond(obj: Obj, type_: str) -> Obj | None:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == type_:
+            return c
+    return None
+
+
+def container(pod: Obj) -> Obj:
+    return pod["status"]["containerStatuses"][0]
+
+
+def test_node_is_adopted_with_status_addresses_and_lease() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.node("w2")
+
+            async def ready() -> bool:
+                nodes = [await c.get_node(n) for n in ("w1", "w2")]
+                return all((cond(n, "Ready") or {}).get("status") == "True" for n in nodes)
+
+            await eventually(ready)
+            n1, n2 = await c.get_node("w1"), await c.get_node("w2")
+            ready_cond = cond(n1, "Ready")
+            assert (ready_cond["reason"], ready_cond["message"]) == ("KubeletReady", "kubelet is posting ready status")
+            for t in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+                assert cond(n1, t)["status"] == "False"
+            ips = [n["status"]["addresses"][0] for n in (n1, n2)]
+            assert ips == [{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "InternalIP", "address": "10.0.0.3"}]
+            assert n1["status"]["addresses"][1] == {"type": "Hostname", "address": "w1"}
+            assert (n1["spec"]["podCIDR"], n2["spec"]["podCIDR"]) == ("10.244.0.0/24", "10.244.1.0/24")
+            assert n1["status"]["capacity"] == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+            assert n1["status"]["allocatable"] == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+            info = n1["status"]["nodeInfo"]
+            assert (info["kubeletVersion"], info["containerRuntimeVersion"], info["architecture"],
+                    info["operatingSystem"]) == ("v1.33.0", "everynode://0.1.0", "amd64", "linux")
+            lease = await c.lease("w1")
+            assert lease["spec"]["holderIdentity"] == "w1"
+            assert lease["spec"]["leaseDurationSeconds"] == 40
+            assert lease["spec"]["renewTime"].endswith("Z") and "." in lease["spec"]["renewTime"]
+            assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+
+    run_virtual(main())
+
+
+def test_lease_is_renewed_every_heartbeat_interval() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await asyncio.sleep(5)
+            first = parse_rfc3339((await c.lease("w1"))["spec"]["renewTime"])
+            await asyncio.sleep(30)
+            later = parse_rfc3339((await c.lease("w1"))["spec"]["renewTime"])
+            assert 25 <= later - first <= 35
+
+    run_virtual(main())
+
+
+def test_stopped_kubelet_stops_renewing_and_resumes() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await asyncio.sleep(5)
+            await c.client.patch("nodes", "w1", {"metadata": {"annotations": {"everynode.io/kubelet": "stopped"}}})
+            await asyncio.sleep(1)
+            stopped_at = (await c.lease("w1"))["spec"]["renewTime"]
+            await asyncio.sleep(120)
+            assert (await c.lease("w1"))["spec"]["renewTime"] == stopped_at
+            await c.client.patch("nodes", "w1", {"metadata": {"annotations": {"everynode.io/kubelet": None}}})
+            await asyncio.sleep(1)
+            assert (await c.lease("w1"))["spec"]["renewTime"] != stopped_at
+
+    run_virtual(main())
+
+
+def test_pod_becomes_running_and_ready_with_ips() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("web")
+
+            async def ready() -> bool:
+                return (cond(await c.get_pod("web"), "Ready") or {}).get("status") == "True"
+
+            await eventually(ready)
+            pod = await c.get_pod("web")
+            st = pod["status"]
+            assert st["phase"] == "Running"
+            assert st["hostIP"] == "10.0.0.2" and st["hostIPs"] == [{"ip": "10.0.0.2"}]
+            assert st["podIP"] == "10.244.0.2" and st["podIPs"] == [{"ip": "10.244.0.2"}]
+            assert st["startTime"]
+            cs = container(pod)
+            assert cs["ready"] is True and cs["started"] is True and cs["restartCount"] == 0
+            assert cs["containerID"].startswith("everynode://")
+            assert cs["imageID"].startswith("docker.io/library/nginx@sha256:")
+            assert cs["image"] == "docker.io/library/nginx:1.27"
+            assert "running" in cs["state"]
+            types = {c["type"]: c["status"] for c in st["conditions"]}
+            assert types == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True",
+                             "ContainersReady": "True", "PodScheduled": "True"}
+            assert all(c.get("lastTransitionTime") for c in st["conditions"])
+
+    run_virtual(main())
+
+
+def test_startup_seconds_annotation_keeps_the_pod_creating() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("slow", annotations={"everynode.io/startup-seconds": "60"})
+
+            async def creating() -> bool:
+                cs = (await c.get_pod("slow")).get("status", {}).get("containerStatuses") or [{}]
+                return cs[0].get("state", {}).get("waiting", {}).get("reason") == "ContainerCreating"
+
+            await eventually(creating)
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            pod = await c.get_pod("slow")
+            assert pod["status"]["phase"] == "Pending" and cond(pod, "Ready")["status"] == "False"
+
+            async def running() -> bool:
+                return (await c.get_pod("slow"))["status"]["phase"] == "Running"
+
+            await eventually(running)
+            assert loop.time() - t0 >= 55
+
+    run_virtual(main())
+
+
+def test_host_network_pod_gets_the_node_ip() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("agent", host_network=True)
+
+            async def running() -> bool:
+                return (await c.get_pod("agent")).get("status", {}).get("phase") == "Running"
+
+            await eventually(running)
+            st = (await c.get_pod("agent"))["status"]
+            assert st["podIP"] == st["hostIP"] == "10.0.0.2"
+
+    run_virtual(main())
+
+
+def test_never_ready() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("p", annotations={"everynode.io/behavior": "never-ready"})
+            await asyncio.sleep(60)
+            pod = await c.get_pod("p")
+            assert pod["status"]["phase"] == "Running"
+            assert cond(pod, "Ready")["status"] == "False"
+            assert cond(pod, "Ready")["reason"] == "ContainersNotReady"
+            assert container(pod)["ready"] is False and container(pod)["started"] is True
+
+    run_virtual(main())
+
+
+def test_crash_loop_restarts_with_backoff() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("p", annotations={"everynode.io/behavior": "crash-loop"})
+            await asyncio.sleep(120)
+            pod = await c.get_pod("p")
+            cs = container(pod)
+            assert pod["status"]["phase"] == "Running"
+            assert cs["restartCount"] >= 3
+            assert cs["lastState"]["terminated"]["reason"] == "Error"
+            assert cs["lastState"]["terminated"]["exitCode"] == 1
+            await asyncio.sleep(3600)
+            cs = container(await c.get_pod("p"))
+            # at most one restart per 5 minutes once the back-off is capped
+            assert 10 <= cs["restartCount"] <= 25
+
+            async def backing_off() -> bool:
+                s = container(await c.get_pod("p"))["state"]
+                return s.get("waiting", {}).get("reason") == "CrashLoopBackOff"
+
+            await eventually(backing_off, timeout=400)
+
+    run_virtual(main())
+
+
+@pytest.mark.parametrize(("restarts", "delay"), [(0, 10), (1, 10), (2, 20), (3, 40), (5, 160), (6, 300), (20, 300)])
+def test_backoff_delay(restarts: int, delay: float) -> None:
+    assert backoff_delay(restarts) == delay
+
+
+def test_image_pull_error_stays_pending() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("p", annotations={"everynode.io/behavior": "image-pull-error"})
+            seen: set[str] = set()
+            for _ in range(120):
+                await asyncio.sleep(0.5)
+                pod = await c.get_pod("p")
+                assert pod.get("status", {}).get("phase", "Pending") == "Pending"
+                reason = (container(pod) if pod.get("status", {}).get("containerStatuses") else {}).get(
+                    "state", {}).get("waiting", {}).get("reason")
+                if reason:
+                    seen.add(reason)
+            assert {"ErrImagePull", "ImagePullBackOff"} <= seen
+
+    run_virtual(main())
+
+
+def test_fail_behavior() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("p", annotations={"everynode.io/behavior": "fail"})
+
+            async def failed() -> bool:
+                return (await c.get_pod("p")).get("status", {}).get("phase") == "Failed"
+
+            await eventually(failed)
+            term = container(await c.get_pod("p"))["state"]["terminated"]
+            assert (term["reason"], term["exitCode"]) == ("Error", 1)
+
+    run_virtual(main())
+
+
+def test_deleting_a_pod_completes() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await c.pod("p")
+
+            async def running() -> bool:
+                return (await c.get_pod("p")).get("status", {}).get("phase") == "Running"
+
+            await eventually(running)
+            await c.client.delete("pods", "p", namespace="default")  # graceful: sets deletionTimestamp
+
+            async def gone() -> bool:
+                items = (await c.client.list("pods", namespace="default"))["items"]
+                return not items
+
+            await eventually(gone, timeout=10)
+            assert c.kubelet.pod_removals == 1
+
+    run_virtual(main())
+
+
+def test_downward_api_environment_is_recorded() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            env = [
+                {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                {"name": "POD_NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+                {"name": "SA", "valueFrom": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}},
+                {"name": "GREETING", "value": "hello $(NODE_NAME)"},
+            ]
+            await c.pod("p", env=env)
+
+            async def recorded() -> bool:
+                return "everynode.io/resolved-env" in ((await c.get_pod("p"))["metadata"].get("annotations") or {})
+
+            await eventually(recorded)
+            pod = await c.get_pod("p")
+            resolved = json.loads(pod["metadata"]["annotations"]["everynode.io/resolved-env"])
+            assert resolved == {"c": {"NODE_NAME": "w1", "POD_NAME": "p", "POD_NS": "default", "POD_IP": "10.244.0.2",
+                                      "HOST_IP": "10.0.0.2", "SA": "default", "GREETING": "hello w1"}}
+            assert c.kubelet.environment(pod) == resolved
+
+    run_virtual(main())
+
+
+def test_node_index_is_stable_across_restarts() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        async with Cluster(store=store) as c:
+            await c.node("a")
+            await c.node("b")
+
+            async def adopted() -> bool:
+                nodes = [await c.get_node(n) for n in ("a", "b")]
+                return all(n.get("status", {}).get("addresses") for n in nodes)
+
+            await eventually(adopted)
+            await c.client.delete("nodes", "a")
+        async with Cluster(store=store) as c2:
+            await c2.node("c")
+
+            async def adopted_c() -> bool:
+                return bool((await c2.get_node("c")).get("status", {}).get("addresses"))
+
+            await eventually(adopted_c)
+            b, new = await c2.get_node("b"), await c2.get_node("c")
+            assert b["status"]["addresses"][0]["address"] == "10.0.0.3"
+            assert new["status"]["addresses"][0]["address"] != "10.0.0.3"
+
+    run_virtual(main())

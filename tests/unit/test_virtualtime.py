@@ -1,0 +1,170 @@
+"""Virtual-time event loop: idle waits become clock jumps, order and results stay asyncio's."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from everynode.virtualtime import DEFAULT_EPOCH, VirtualTimeEventLoop, run_virtual, virtual_clock
+
+
+def test_hour_long_sleep_is_instant_and_advances_loop_time() -> None:
+    async def main() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await asyncio.sleep(3600)
+        return t0, loop.time()
+
+    wall0 = time.monotonic()
+    t0, t1 = run_virtual(main())
+    assert t1 - t0 == pytest.approx(3600)
+    # Not a timing assertion on speed: an hour of real sleep would simply never finish the suite.
+    assert time.monotonic() - wall0 < 600
+
+
+def test_runs_on_a_virtual_loop() -> None:
+    async def main() -> bool:
+        return isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop)
+
+    assert run_virtual(main())
+
+
+def test_timers_fire_in_order_at_their_virtual_times() -> None:
+    async def main() -> list[tuple[str, float]]:
+        loop = asyncio.get_running_loop()
+        fired: list[tuple[str, float]] = []
+        done = asyncio.Event()
+        loop.call_later(30, lambda: fired.append(("c", loop.time())))
+        loop.call_later(10, lambda: fired.append(("a", loop.time())))
+        loop.call_later(20, lambda: fired.append(("b", loop.time())))
+        loop.call_later(40, done.set)
+        await done.wait()
+        return fired
+
+    assert run_virtual(main()) == [("a", 10.0), ("b", 20.0), ("c", 30.0)]
+
+
+def test_wait_for_times_out_in_virtual_time() -> None:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.Event().wait(), timeout=300)
+        return loop.time() - t0
+
+    assert run_virtual(main()) == pytest.approx(300)
+
+
+def test_queue_with_delayed_producer() -> None:
+    async def main() -> list[tuple[int, float]]:
+        loop = asyncio.get_running_loop()
+        q: asyncio.Queue[int] = asyncio.Queue()
+
+        async def producer() -> None:
+            for i in range(3):
+                await asyncio.sleep(60)
+                await q.put(i)
+
+        task = asyncio.create_task(producer())
+        got = [(await q.get(), loop.time()) for _ in range(3)]
+        await task
+        return got
+
+    assert run_virtual(main()) == [(0, 60.0), (1, 120.0), (2, 180.0)]
+
+
+def test_virtual_clock_tracks_the_loop_from_the_given_start() -> None:
+    async def main() -> tuple[float, float, str]:
+        clock = virtual_clock()
+        t0 = clock.now()
+        await asyncio.sleep(90)
+        return t0, clock.now(), clock.rfc3339()
+
+    t0, t1, text = run_virtual(main(), start=1_000_000_000.0)
+    assert t0 == 1_000_000_000.0
+    assert t1 == 1_000_000_090.0
+    assert text == "2001-09-09T01:48:10Z"
+
+
+def test_default_epoch_makes_timestamps_repeatable() -> None:
+    async def main() -> float:
+        await asyncio.sleep(5)
+        return virtual_clock().now()
+
+    assert run_virtual(main()) == run_virtual(main()) == DEFAULT_EPOCH + 5
+
+
+def test_same_inputs_give_the_same_interleaving() -> None:
+    async def main() -> list[tuple[str, float]]:
+        loop = asyncio.get_running_loop()
+        log: list[tuple[str, float]] = []
+
+        async def worker(name: str, period: float) -> None:
+            for _ in range(5):
+                await asyncio.sleep(period)
+                log.append((name, loop.time()))
+
+        await asyncio.gather(worker("x", 3), worker("y", 2), worker("z", 3))
+        return log
+
+    first = run_virtual(main())
+    assert first == run_virtual(main())
+    assert [t for _, t in first] == sorted(t for _, t in first)
+
+
+def test_thread_work_freezes_virtual_time() -> None:
+    async def main() -> tuple[float, str]:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        sleeper = asyncio.ensure_future(asyncio.sleep(1000))
+        result = await asyncio.to_thread(lambda: (time.sleep(0.05), "done")[1])
+        elapsed = loop.time() - t0
+        sleeper.cancel()
+        return elapsed, result
+
+    elapsed, result = run_virtual(main())
+    assert result == "done"
+    assert elapsed < 1000
+
+
+def test_pending_tasks_are_cancelled_at_the_end() -> None:
+    cancelled = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.sleep(10**9)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def main() -> None:
+        asyncio.create_task(forever())
+        await asyncio.sleep(0)
+
+    run_virtual(main())
+    assert cancelled == [True]
+
+
+def test_frozen_loop_does_not_jump() -> None:
+    async def main() -> tuple[float, float, float]:
+        import threading
+
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, VirtualTimeEventLoop)
+        t0 = loop.time()
+        seen: list[float] = []
+
+        def thaw() -> None:
+            seen.append(loop.time())  # the loop's time when a real wake-up thaws it
+            loop.thaw()
+
+        loop.freeze()
+        threading.Timer(0.05, lambda: loop.call_soon_threadsafe(thaw)).start()
+        await asyncio.sleep(100)
+        return t0, seen[0], loop.time()
+
+    t0, at_thaw, t1 = run_virtual(main())
+    assert at_thaw == t0  # no jump while frozen, though a timer was due
+    assert t1 - t0 == pytest.approx(100)
