@@ -123,5 +123,12 @@ def version() -> None:
     click.echo(f"everynode {__version__}")
 
 
+from everynode.product.commands_node import node_group  # noqa: E402
+from everynode.product.commands_status import status  # noqa: E402
+
+main.add_command(node_group)
+main.add_command(status)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -16,7 +16,6 @@ start-ups pass in milliseconds; it needs the in-process client, so no HTTPS serv
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import shutil
 import tempfile
 import threading
@@ -24,10 +23,30 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from everynode.clock import Clock, LoopClock
+from everynode.clock import Clock
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 
 T = TypeVar("T")
+
+
+def _call_thawed(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop,
+                 timeout: float | None = None) -> T:
+    """Run ``coro`` on ``loop`` from another thread and wait for it.
+
+    On a virtual-time loop, time may only move while the calling thread waits here: the loop is
+    kept frozen between calls (see ``VirtualTimeEventLoop.freeze``) and thawed for the call."""
+    freeze = getattr(loop, "freeze", None)
+
+    async def thawed() -> T:
+        if freeze is None:
+            return await coro
+        loop.thaw()  # type: ignore[attr-defined]
+        try:
+            return await coro
+        finally:
+            loop.freeze()  # type: ignore[attr-defined]
+
+    return asyncio.run_coroutine_threadsafe(thawed(), loop).result(timeout)
 
 
 class SyncClient:
@@ -45,7 +64,7 @@ class SyncClient:
         def call(*args: Any, **kwargs: Any) -> Any:
             result = attr(*args, **kwargs)
             if asyncio.iscoroutine(result):
-                return asyncio.run_coroutine_threadsafe(result, self._loop).result()
+                return _call_thawed(result, self._loop)
             return result
 
         return call
@@ -97,7 +116,14 @@ class Cluster:
         return self.plane.client
 
     def _clock(self, loop: asyncio.AbstractEventLoop) -> Clock:
-        return LoopClock(loop) if self.virtual_time else Clock()
+        if not self.virtual_time:
+            return Clock()
+        from everynode.virtualtime import VirtualTimeEventLoop, virtual_clock
+
+        if not isinstance(loop, VirtualTimeEventLoop):
+            raise RuntimeError("virtual_time=True needs a virtual-time loop: use a plain `with`, "
+                               "or run your coroutine with everynode.virtualtime.run_virtual()")
+        return virtual_clock(loop)
 
     async def start(self) -> Cluster:
         self.plane = ControlPlane(self.config, clock=self._clock(asyncio.get_running_loop()))
@@ -136,8 +162,7 @@ class Cluster:
         """Run a coroutine on the cluster's loop from synchronous code and return its result."""
         if self._loop is None:
             raise RuntimeError("run() is for clusters entered with a plain `with`")
-        fut: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return fut.result(timeout)
+        return _call_thawed(coro, self._loop, timeout)
 
     def __enter__(self) -> Cluster:
         loop = self._new_loop()
@@ -152,6 +177,8 @@ class Cluster:
         self._thread = threading.Thread(target=target, name="everynode-cluster", daemon=True)
         self._thread.start()
         started.wait()
+        if self.virtual_time:
+            loop.call_soon_threadsafe(loop.freeze)  # type: ignore[attr-defined]
         try:
             self.run(self.start())
         except BaseException:
@@ -163,8 +190,15 @@ class Cluster:
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
+        async def stop_and_cancel_rest() -> None:
+            await self.stop()
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in rest:
+                t.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
         try:
-            asyncio.run_coroutine_threadsafe(self.stop(), loop).result(60)
+            _call_thawed(stop_and_cancel_rest(), loop, 60)
         finally:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(10)

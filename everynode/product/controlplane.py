@@ -69,6 +69,7 @@ class ControlPlane:
     server: Any = None
     components: dict[str, Any] = field(default_factory=dict)
     informers: Any = None
+    recorders: list[Any] = field(default_factory=list)
     ready: bool = False
 
     @property
@@ -178,7 +179,9 @@ class ControlPlane:
         enabled = [c for c in COMPONENTS if c not in cfg.disable]
 
         def recorder(component: str) -> EventRecorder:
-            return EventRecorder(client, component=component, clock=clock)
+            rec = EventRecorder(client, component=component, clock=clock)
+            self.recorders.append(rec)
+            return rec
 
         if "garbage-collector" in enabled:
             from everynode.controllers.garbagecollector import GarbageCollector
@@ -227,6 +230,9 @@ class ControlPlane:
             except Exception as e:  # pragma: no cover - best effort on shutdown
                 log.debug("stopping %s: %s", component, e)
         self.components.clear()
+        for rec in self.recorders:
+            await rec.close(flush=False)
+        self.recorders.clear()
         if self.informers is not None and hasattr(self.informers, "stop"):
             await self.informers.stop()
         if self.server is not None:
