@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -16,7 +17,12 @@ from rich.console import Console
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig, ControlPlaneError
 
 console = Console(stderr=False, highlight=False)
-errors = Console(stderr=True, highlight=False)
+
+
+def _error(message: str) -> None:
+    """One line on stderr, never wrapped (rich would wrap at the terminal width)."""
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
 
 
 async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
@@ -30,7 +36,7 @@ async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
         with console.status("starting everynode …") as status:
             await plane.start(progress=lambda msg: status.update(f"starting everynode: {msg}"))
     except ControlPlaneError as e:
-        errors.print(f"error: {e}")
+        _error(str(e))
         await plane.stop()
         return 1
     kubeconfig = config.kubeconfig_path.resolve()
@@ -45,9 +51,9 @@ async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
             for line in await plane.apply_manifests(apply_files):
                 console.print(line)
         except (ManifestError, OSError) as e:
-            errors.print(f"error: {e}")
+            _error(str(e))
         except Exception as e:  # an ApiError from the server: show its message
-            errors.print(f"error: {getattr(e, 'message', e)}")
+            _error(str(getattr(e, "message", e)))
     console.print("next: kubectl get nodes; kubectl get daemonsets -A; kubectl get pods -A -o wide")
     console.print("Press Ctrl-C to stop.")
     await stop.wait()
