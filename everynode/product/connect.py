@@ -169,9 +169,11 @@ def fail(line: str) -> NoReturn:
     sys.exit(1)
 
 
-def run_with_client(kubeconfig: Path | None, command: Callable[[HttpClient], Awaitable[int]]) -> NoReturn:
+def run_with_client(kubeconfig: Path | None, command: Callable[[HttpClient], Awaitable[int]], *,
+                    interrupted_code: int = 130) -> NoReturn:
     """Open a client from the kubeconfig, run ``command(client)`` on a fresh event loop, close the
-    client, and exit with the command's code — or print the one-line error and exit 1."""
+    client, and exit with the command's code — or print the one-line error and exit 1.  Ctrl-C
+    that the command does not handle itself exits with ``interrupted_code``, without a traceback."""
     try:
         client = open_client(kubeconfig)
     except CliError as e:
@@ -185,6 +187,8 @@ def run_with_client(kubeconfig: Path | None, command: Callable[[HttpClient], Awa
 
     try:
         code = _run(main())
+    except KeyboardInterrupt:
+        sys.exit(interrupted_code)
     except Exception as e:  # noqa: BLE001 - sorted below; a real bug still shows its traceback
         line = error_line(e, client.server)
         if line is None:

@@ -55,6 +55,7 @@ async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
         except Exception as e:  # an ApiError from the server: show its message
             _error(str(getattr(e, "message", e)))
     console.print("next: kubectl get nodes; kubectl get daemonsets -A; kubectl get pods -A -o wide")
+    console.print("      everynode status --watch; everynode node add worker-9")
     console.print("Press Ctrl-C to stop.")
     await stop.wait()
     console.print("stopping …")
