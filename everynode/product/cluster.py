@@ -75,7 +75,8 @@ class Cluster:
                  host: str = "127.0.0.1", port: int = 0, data_dir: str | Path | None = None,
                  in_memory: bool | None = None, disable: tuple[str, ...] | list[str] = (),
                  virtual_time: bool = False, serve_http: bool | None = None,
-                 node_monitor_grace_period: float = 50.0) -> None:
+                 node_monitor_grace_period: float = 50.0, pod_gc_period: float = 20.0,
+                 pod_gc_quarantine: float = 40.0) -> None:
         self._tmp: str | None = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="everynode-")
@@ -88,6 +89,7 @@ class Cluster:
             in_memory=bool(in_memory), pod_startup=pod_startup, disable=frozenset(disable),
             serve_http=(not virtual_time) if serve_http is None else serve_http,
             node_monitor_grace_period=node_monitor_grace_period,
+            pod_gc_period=pod_gc_period, pod_gc_quarantine=pod_gc_quarantine,
         )
         self.plane: ControlPlane | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
