@@ -1,15 +1,24 @@
-"""Pod garbage collection: pods bound to deleted nodes, unscheduled terminating pods, and
-terminated pods beyond a threshold.
+"""Pod garbage collection: terminated pods beyond a threshold, terminating pods on out-of-service
+nodes, pods bound to deleted nodes, and unscheduled terminating pods.
 
 Upstream: ``pkg/controller/podgc/gc_controller.go`` (semantics reference §11.5).  Every
-``period`` (20 s): a pod whose ``spec.nodeName`` names a node that no longer exists is
-quarantined for 40 s, the node is then checked with a live GET, and if it is still gone the pod
-is marked Failed (condition ``DisruptionTarget``, reason ``DeletionByPodGC``) and force-deleted.
-Unscheduled pods with a deletionTimestamp are force-deleted.  Terminated pods above
-``terminated_threshold`` (12,500) are deleted oldest first.
+``period`` (20 s), in upstream's order:
 
-The pass walks the node names pods are bound to (an index kept from pod events), not every pod,
-so its cost is O(nodes with pods) plus the orphans found.
+* **Terminated** pods (Succeeded/Failed) above ``terminated_threshold`` (12,500; 0 disables)
+  are deleted, evicted ones first, then oldest first (``byEvictionAndCreationTimestamp``).
+* **Terminating pods on out-of-service nodes** (node not Ready and tainted
+  ``node.kubernetes.io/out-of-service``) are marked Failed and force-deleted.
+* **Orphaned** pods, whose ``spec.nodeName`` names a node absent from the informer: the node
+  name is quarantined for ``quarantine`` (40 s), then checked with a live GET; if still gone, each
+  pod is marked Failed with condition ``DisruptionTarget=True`` (``DeletionByPodGC``, "PodGC:
+  node no longer exists") and force-deleted (grace period 0).
+* **Unscheduled terminating** pods (deletionTimestamp, no nodeName) are marked Failed and
+  force-deleted.
+
+"Marked Failed" is a strategic-merge patch of ``pods/status`` (phase + condition), sent only
+when the pod is not terminal yet.  The orphan pass walks the node names pods are bound to (the
+pods informer's node-name index), not every pod, so it costs O(nodes with pods) plus the orphans
+found; the terminated and unscheduled-terminating sets are kept up to date from pod events.
 """
 
 from __future__ import annotations
@@ -22,10 +31,39 @@ from everynode.api.errors import ApiError
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
 from everynode.clock import Clock
+from everynode.controllers.tainteviction import NODE_NAME_INDEX, index_pod_by_node_name
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+ORPHAN_MESSAGE = "PodGC: node no longer exists"
+
+
+def _key(pod: Obj) -> str:
+    md = pod["metadata"]
+    return f"{md.get('namespace', '')}/{md['name']}"
+
+
+def is_terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_evicted(pod: Obj) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Failed" and status.get("reason") == "Evicted"
+
+
+def terminated_deletion_order(pods: list[Obj]) -> list[Obj]:
+    """``byEvictionAndCreationTimestamp``: evicted first, then by creation time, then name."""
+    return sorted(pods, key=lambda p: (not is_evicted(p), p["metadata"].get("creationTimestamp") or "",
+                                       p["metadata"]["name"]))
+
+
+def _node_ready(node: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or ())
 
 
 class PodGC:
@@ -37,56 +75,27 @@ class PodGC:
         self.quarantine = quarantine
         self.terminated_threshold = terminated_threshold
         self._nodes = informers.informer("nodes")
-        self._pods = informers.informer("pods")
-        self._by_node: dict[str, set[str]] = {}
-        self._node_of: dict[str, str] = {}
+        self._pods = informers.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
         self._terminated: set[str] = set()
         self._unbound_terminating: set[str] = set()
-        self._orphan_since: dict[str, float] = {}
+        self._quarantined: dict[str, float] = {}  # node name -> monotonic time first seen missing
         self._task: asyncio.Task[None] | None = None
         self._pods.add_handler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
                                on_delete=self._pod_deleted)
 
-    @staticmethod
-    def _key(pod: Obj) -> str:
-        md = pod["metadata"]
-        return f"{md.get('namespace', '')}/{md['name']}"
-
     def _pod_changed(self, pod: Obj) -> None:
-        key = self._key(pod)
-        node = (pod.get("spec") or {}).get("nodeName") or ""
-        old = self._node_of.get(key)
-        if old != node:
-            if old:
-                s = self._by_node.get(old)
-                if s is not None:
-                    s.discard(key)
-                    if not s:
-                        del self._by_node[old]
-            if node:
-                self._by_node.setdefault(node, set()).add(key)
-                self._node_of[key] = node
-            else:
-                self._node_of.pop(key, None)
-        phase = (pod.get("status") or {}).get("phase")
-        if phase in ("Succeeded", "Failed"):
+        key = _key(pod)
+        if is_terminal(pod):
             self._terminated.add(key)
         else:
             self._terminated.discard(key)
-        if not node and pod["metadata"].get("deletionTimestamp"):
+        if not (pod.get("spec") or {}).get("nodeName") and pod["metadata"].get("deletionTimestamp"):
             self._unbound_terminating.add(key)
         else:
             self._unbound_terminating.discard(key)
 
     def _pod_deleted(self, pod: Obj) -> None:
-        key = self._key(pod)
-        node = self._node_of.pop(key, None)
-        if node:
-            s = self._by_node.get(node)
-            if s is not None:
-                s.discard(key)
-                if not s:
-                    del self._by_node[node]
+        key = _key(pod)
         self._terminated.discard(key)
         self._unbound_terminating.discard(key)
 
@@ -114,18 +123,37 @@ class PodGC:
                 log.warning("pod GC pass failed: %s", exc)
 
     async def gc_once(self) -> None:
-        await self._gc_terminated()
+        if self.terminated_threshold > 0:
+            await self._gc_terminated()
+        await self._gc_terminating_out_of_service()
         await self._gc_orphaned()
         await self._gc_unscheduled_terminating()
 
+    async def _gc_terminated(self) -> None:
+        excess = len(self._terminated) - self.terminated_threshold
+        if excess <= 0:
+            return
+        pods = [p for p in (self._pods.get(k) for k in self._terminated) if p is not None]
+        for pod in terminated_deletion_order(pods)[:excess]:
+            await self._fail_and_delete(pod)
+
+    async def _gc_terminating_out_of_service(self) -> None:
+        for node in self._nodes.list():
+            taints = (node.get("spec") or {}).get("taints") or ()
+            if _node_ready(node) or not any(t.get("key") == OUT_OF_SERVICE for t in taints):
+                continue
+            for pod in self._pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
+                if pod["metadata"].get("deletionTimestamp"):
+                    await self._fail_and_delete(pod)
+
     async def _gc_orphaned(self) -> None:
         now = self.clock.monotonic()
-        missing = [n for n in self._by_node if self._nodes.get(n) is None]
-        for name in list(self._orphan_since):
+        missing = {n for n in self._pods.index_values(NODE_NAME_INDEX) if self._nodes.get(n) is None}
+        for name in list(self._quarantined):
             if name not in missing:
-                del self._orphan_since[name]
+                del self._quarantined[name]
         for name in missing:
-            since = self._orphan_since.setdefault(name, now)
+            since = self._quarantined.setdefault(name, now)
             if now - since < self.quarantine:
                 continue
             try:
@@ -134,44 +162,31 @@ class PodGC:
             except ApiError as e:
                 if e.code != 404:
                     continue
-            for key in list(self._by_node.get(name, ())):
-                await self._fail_and_delete(key, "PodGC: node no longer exists")
-            self._orphan_since.pop(name, None)
+            for pod in self._pods.by_index(NODE_NAME_INDEX, name):
+                await self._fail_and_delete(pod, condition={
+                    "type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                    "message": ORPHAN_MESSAGE, "lastTransitionTime": self.clock.rfc3339()})
+            self._quarantined.pop(name, None)
 
     async def _gc_unscheduled_terminating(self) -> None:
         for key in list(self._unbound_terminating):
-            await self._force_delete(key)
+            pod = self._pods.get(key)
+            if pod is not None:
+                await self._fail_and_delete(pod)
 
-    async def _gc_terminated(self) -> None:
-        excess = len(self._terminated) - self.terminated_threshold
-        if excess <= 0:
-            return
-        pods = [p for p in (self._pods.get(k) for k in self._terminated) if p is not None]
-        pods.sort(key=lambda p: p["metadata"].get("creationTimestamp", ""))
-        for pod in pods[:excess]:
-            await self._force_delete(self._key(pod), grace=None)
-
-    async def _fail_and_delete(self, key: str, message: str) -> None:
-        pod = self._pods.get(key)
-        if pod is None:
-            return
-        namespace, _, name = key.partition("/")
-        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            stamp = self.clock.rfc3339()
-            patch = {"status": {"phase": "Failed", "conditions": [
-                {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
-                 "message": message, "lastTransitionTime": stamp}]}}
-            try:
-                await self.client.patch("pods", name, patch, namespace=namespace, patch_type="strategic",
-                                        subresource="status")
-            except ApiError:
-                pass
-        await self._force_delete(key)
-
-    async def _force_delete(self, key: str, *, grace: int | None = 0) -> None:
-        namespace, _, name = key.partition("/")
+    async def _fail_and_delete(self, pod: Obj, *, condition: Obj | None = None) -> None:
+        """``markFailedAndDeletePodWithCondition``."""
+        md = pod["metadata"]
+        namespace, name = md.get("namespace") or "", md["name"]
         try:
-            await self.client.delete("pods", name, namespace=namespace, grace_period_seconds=grace)
+            if not is_terminal(pod):
+                status: Obj = {"phase": "Failed"}
+                if condition is not None:
+                    status["conditions"] = [condition]
+                await self.client.patch("pods", name, {"metadata": {"uid": md.get("uid")}, "status": status},
+                                        namespace=namespace, patch_type="strategic", subresource="status")
+            await self.client.delete("pods", name, namespace=namespace, grace_period_seconds=0,
+                                     preconditions={"uid": md.get("uid", "")} if md.get("uid") else None)
         except ApiError as e:
-            if e.code != 404:
-                log.info("pod GC could not delete %s: %s", key, e)
+            if e.code not in (404, 409, 422):
+                log.info("pod GC could not delete %s/%s: %s", namespace, name, e)

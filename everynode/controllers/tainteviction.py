@@ -1,20 +1,33 @@
 """Taint-based eviction: deletes pods from nodes with NoExecute taints they do not tolerate.
 
 Upstream: ``pkg/controller/tainteviction/taint_eviction.go`` (semantics reference §11.3).  For
-each pod bound to a node with NoExecute taints: an untolerated taint deletes the pod at once;
-otherwise the pod is deleted after the smallest ``tolerationSeconds`` among the tolerations that
-match (none → tolerated forever).  Removing the taints, or the pod leaving, cancels a pending
-deletion.  DaemonSet pods tolerate ``not-ready``/``unreachable`` forever, so node failure never
-evicts them, while ordinary pods (300 s from DefaultTolerationSeconds) go after five minutes.
+each pod bound to a node with NoExecute taints, re-evaluated on node taint changes and on pod
+add/update:
 
-Timers live on the event loop (``call_later``), so virtual time applies.  Work per node event is
-O(pods on that node) through the informer's node-name index.
+* a NoExecute taint no toleration of the pod tolerates → the pod is deleted at once;
+* otherwise the smallest ``tolerationSeconds`` among the tolerations used (≤ 0 means now; none
+  set means forever, which cancels a scheduled deletion) gives the deadline, counted from the
+  time the pod was first scheduled for deletion: re-evaluations do not push it back, a smaller
+  value brings it forward;
+* removing the taints, or the pod leaving the node, cancels a pending deletion
+  (``Cancelling deletion of Pod ns/name``).
+
+Deletion (``addConditionAndDeletePod``): event ``TaintManagerEviction`` ``Marking for deletion
+Pod ns/name``, pod condition ``DisruptionTarget=True`` (``DeletionByTaintManager``), then a
+normal (graceful) delete, up to 5 attempts.  DaemonSet pods tolerate ``not-ready`` and
+``unreachable`` forever, so node failure never evicts them, while ordinary pods (300 s from
+DefaultTolerationSeconds) go after five minutes.
+
+Timers are ``loop.call_at`` on the event loop, so virtual time applies.  Work per node event is
+O(pods on that node) through the pods informer's node-name index (:data:`NODE_NAME_INDEX`, shared
+with the node lifecycle controller and pod GC).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from everynode.api.errors import ApiError
@@ -28,6 +41,15 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 DELETE_NOW = 0.0
+RETRIES = 5
+REASON = "TaintManagerEviction"
+NODE_NAME_INDEX = "spec.nodeName"
+
+
+def index_pod_by_node_name(pod: Obj) -> list[str]:
+    """Pods informer index: the node a pod is bound to (none for unscheduled pods)."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
 
 
 def eviction_delay(taints: list[Obj], tolerations: list[Obj]) -> float | None:
@@ -53,21 +75,31 @@ def _pod_key(pod: Obj) -> str:
     return f"{md.get('namespace', '')}/{md['name']}"
 
 
+def _pod_reference(key: str) -> Obj:
+    """The ObjectReference upstream builds from the pod's namespace/name for its events."""
+    namespace, _, name = key.partition("/")
+    return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+
+
+@dataclass(slots=True)
+class _Scheduled:
+    handle: asyncio.TimerHandle
+    created_at: float  # loop time of the first scheduling; deadlines count from here
+    fire_at: float
+
+
 class TaintEvictionController:
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock, recorder: Any = None):
         self.client = client
         self.clock = clock
         self.recorder = recorder
         self._nodes = informers.informer("nodes")
-        self._pods = informers.informer("pods")
-        self._by_node: dict[str, set[str]] = {}
-        self._node_of: dict[str, str] = {}
-        self._timers: dict[str, tuple[asyncio.TimerHandle, float]] = {}
+        self._pods = informers.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
+        self._scheduled: dict[str, _Scheduled] = {}
+        self._running: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._nodes.add_handler(on_add=self._node_changed,
-                                on_update=lambda old, new: self._node_taints_changed(old, new))
-        self._pods.add_handler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
-                               on_delete=self._pod_deleted)
+        self._nodes.add_handler(on_add=self._node_changed, on_update=self._node_updated)
+        self._pods.add_handler(on_add=self._pod_changed, on_update=self._pod_updated, on_delete=self._pod_deleted)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -79,87 +111,116 @@ class TaintEvictionController:
             self._node_changed(node)
 
     async def stop(self) -> None:
-        for handle, _ in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        for scheduled in self._scheduled.values():
+            scheduled.handle.cancel()
+        self._scheduled.clear()
+        for task in list(self._running):
+            task.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        self._loop = None
 
-    # -- bookkeeping ---------------------------------------------------------------------
+    @property
+    def pending(self) -> dict[str, float]:
+        """Scheduled deletions: pod key → loop time at which it fires (for tests and status)."""
+        return {key: s.fire_at for key, s in self._scheduled.items()}
+
+    # -- events --------------------------------------------------------------------------
     def _pod_changed(self, pod: Obj) -> None:
-        key = _pod_key(pod)
-        node = (pod.get("spec") or {}).get("nodeName") or ""
-        old = self._node_of.get(key)
-        if old != node:
-            if old:
-                self._by_node.get(old, set()).discard(key)
-            if node:
-                self._by_node.setdefault(node, set()).add(key)
-                self._node_of[key] = node
-            else:
-                self._node_of.pop(key, None)
-        if node and self._loop is not None:
-            self._evaluate(pod)
+        if self._loop is None:
+            return
+        if not (pod.get("spec") or {}).get("nodeName"):
+            self._cancel(_pod_key(pod))
+            return
+        self._evaluate(pod)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        # Only the node and the tolerations matter (``PodUpdated``); status churn is ignored.
+        old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+        if old_spec.get("nodeName") == new_spec.get("nodeName") and \
+                old_spec.get("tolerations") == new_spec.get("tolerations"):
+            return
+        self._pod_changed(new)
 
     def _pod_deleted(self, pod: Obj) -> None:
-        key = _pod_key(pod)
-        node = self._node_of.pop(key, None)
-        if node:
-            self._by_node.get(node, set()).discard(key)
-        self._cancel(key)
+        self._cancel(_pod_key(pod))
 
     def _node_changed(self, node: Obj) -> None:
         if self._loop is None:
             return
-        for key in list(self._by_node.get(node["metadata"]["name"], ())):
-            pod = self._pods.get(key)
-            if pod is not None:
-                self._evaluate(pod, node=node)
+        for pod in self._pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
+            self._evaluate(pod, node=node)
 
-    def _node_taints_changed(self, old: Obj, new: Obj) -> None:
+    def _node_updated(self, old: Obj, new: Obj) -> None:
         if (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints"):
             self._node_changed(new)
 
     # -- decisions -----------------------------------------------------------------------
     def _cancel(self, key: str) -> None:
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer[0].cancel()
+        scheduled = self._scheduled.pop(key, None)
+        if scheduled is None:
+            return
+        scheduled.handle.cancel()
+        if self.recorder is not None:
+            self.recorder.event(_pod_reference(key), "Normal", REASON, f"Cancelling deletion of Pod {key}")
 
     def _evaluate(self, pod: Obj, *, node: Obj | None = None) -> None:
+        assert self._loop is not None
         key = _pod_key(pod)
-        if pod["metadata"].get("deletionTimestamp"):
-            self._cancel(key)
-            return
         if node is None:
             node = self._nodes.get(pod["spec"]["nodeName"])
-        if node is None:
-            self._cancel(key)
-            return
-        delay = eviction_delay((node.get("spec") or {}).get("taints") or [],
-                               (pod.get("spec") or {}).get("tolerations") or [])
+        taints = ((node or {}).get("spec") or {}).get("taints") or []
+        delay = eviction_delay(taints, (pod.get("spec") or {}).get("tolerations") or [])
         if delay is None:
-            if key in self._timers and self.recorder is not None:
-                self.recorder.event(pod, "Normal", "TaintManagerEviction",
-                                    f"Cancelling deletion of Pod {key}")
             self._cancel(key)
             return
-        assert self._loop is not None
-        deadline = self._loop.time() + delay
-        existing = self._timers.get(key)
-        if existing is not None and existing[1] <= deadline:
-            return
-        self._cancel(key)
+        now = self._loop.time()
+        existing = self._scheduled.get(key)
+        created = now if existing is None or delay == DELETE_NOW else existing.created_at
+        fire_at = max(now, created + delay)
+        if existing is not None:
+            if existing.fire_at == fire_at:
+                return
+            self._cancel(key)
         uid = pod["metadata"].get("uid", "")
-        handle = self._loop.call_later(delay, lambda: asyncio.ensure_future(self._evict(key, uid)))
-        self._timers[key] = (handle, deadline)
+        handle = self._loop.call_at(fire_at, self._fire, key, uid)
+        self._scheduled[key] = _Scheduled(handle, created, fire_at)
+
+    def _fire(self, key: str, uid: str) -> None:
+        self._scheduled.pop(key, None)
+        task = asyncio.ensure_future(self._evict(key, uid))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     async def _evict(self, key: str, uid: str) -> None:
-        self._timers.pop(key, None)
         namespace, _, name = key.partition("/")
-        pod = self._pods.get(key)
-        if self.recorder is not None and pod is not None:
-            self.recorder.event(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key}")
+        if self.recorder is not None:
+            self.recorder.event(_pod_reference(key), "Normal", REASON, f"Marking for deletion Pod {key}")
+        for attempt in range(RETRIES):
+            try:
+                await self._condition_and_delete(namespace, name, uid)
+                return
+            except ApiError as e:
+                if e.code == 404:
+                    return
+                if attempt == RETRIES - 1:
+                    log.warning("taint eviction of %s failed: %s", key, e)
+                    return
+                await asyncio.sleep(0.01)
+
+    async def _condition_and_delete(self, namespace: str, name: str, uid: str) -> None:
+        pod = await self.client.get("pods", name, namespace=namespace)
+        if uid and pod["metadata"].get("uid") != uid:
+            return  # a new pod under the same name: not the one we scheduled
+        conditions = (pod.get("status") or {}).get("conditions") or ()
+        if not any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions):
+            patch = {"status": {"conditions": [{
+                "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                "message": "Taint manager: deleting due to NoExecute taint",
+                "lastTransitionTime": self.clock.rfc3339()}]}}
+            await self.client.patch("pods", name, patch, namespace=namespace, patch_type="strategic",
+                                    subresource="status")
         try:
-            await self.client.delete("pods", name, namespace=namespace, preconditions={"uid": uid})
+            await self.client.delete("pods", name, namespace=namespace, preconditions={"uid": pod["metadata"]["uid"]})
         except ApiError as e:
-            if e.code not in (404, 409):
-                log.warning("taint eviction of %s failed: %s", key, e)
+            if e.code != 409:  # 409: the uid changed under us — that pod is not ours to delete
+                raise
