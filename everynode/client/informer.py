@@ -57,6 +57,17 @@ def index_by_namespace(obj: Obj) -> list[str]:
     return [obj.get("metadata", {}).get("namespace") or ""]
 
 
+NODE_NAME_INDEX = "spec.nodeName"
+
+
+def index_pod_by_node_name(pod: Obj) -> list[str]:
+    """Pods informer index: the node a pod is bound to (none for unscheduled pods).  Shared by
+    every component that asks "which pods are on node X" — one function object, so that they
+    can all register it on the one shared pods informer."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
+
+
 def _rv(obj: Obj) -> str | None:
     return (obj.get("metadata") or {}).get("resourceVersion")
 

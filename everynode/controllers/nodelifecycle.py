@@ -47,10 +47,9 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.client.base import Client
-from everynode.client.informer import SharedInformerFactory
+from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.client.workqueue import QueueShutDown, WorkQueue
 from everynode.clock import Clock, parse_rfc3339
-from everynode.controllers.tainteviction import NODE_NAME_INDEX, index_pod_by_node_name
 
 log = logging.getLogger(__name__)
 

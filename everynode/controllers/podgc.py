@@ -29,9 +29,8 @@ from typing import Any
 
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
-from everynode.client.informer import SharedInformerFactory
+from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.clock import Clock
-from everynode.controllers.tainteviction import NODE_NAME_INDEX, index_pod_by_node_name
 
 log = logging.getLogger(__name__)
 

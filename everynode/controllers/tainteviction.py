@@ -33,7 +33,7 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.api.scheduling import toleration_tolerates_taint
 from everynode.client.base import Client
-from everynode.client.informer import SharedInformerFactory
+from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -43,13 +43,6 @@ Obj = dict[str, Any]
 DELETE_NOW = 0.0
 RETRIES = 5
 REASON = "TaintManagerEviction"
-NODE_NAME_INDEX = "spec.nodeName"
-
-
-def index_pod_by_node_name(pod: Obj) -> list[str]:
-    """Pods informer index: the node a pod is bound to (none for unscheduled pods)."""
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [node] if node else []
 
 
 def eviction_delay(taints: list[Obj], tolerations: list[Obj]) -> float | None:

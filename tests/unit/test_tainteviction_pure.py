@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from everynode.controllers.tainteviction import eviction_delay, index_pod_by_node_name
+from everynode.client.informer import index_pod_by_node_name
+from everynode.controllers.tainteviction import eviction_delay
 
 Obj = dict[str, Any]
 
