@@ -152,3 +152,17 @@ def internal(message: str) -> ApiError:
 
 def timeout(message: str) -> ApiError:
     return ApiError(status(504, "Timeout", message))
+
+
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+def has_cause(error: ApiError, reason: str) -> bool:
+    """Whether the Status names a cause of this type (``StatusCause.Type`` is ``reason`` on the wire)."""
+    causes = (error.status.get("details") or {}).get("causes") or ()
+    return any(isinstance(c, dict) and c.get("reason") == reason for c in causes)
+
+
+def is_namespace_terminating(error: ApiError) -> bool:
+    """A create refused because its namespace is being deleted (controllers ignore these)."""
+    return error.code == 403 and has_cause(error, NAMESPACE_TERMINATING_CAUSE)

@@ -46,7 +46,6 @@ import dns.message
 import dns.name
 import dns.opcode
 import dns.rcode
-import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
@@ -381,11 +380,14 @@ class DNSServer:
         self._udp: asyncio.DatagramTransport | None = None
         self._tcp: asyncio.base_events.Server | None = None
         self._connections: dict[asyncio.StreamWriter, asyncio.Task[Any] | None] = {}
+        self._factory: Any = None
+        self._informers: list[Any] = []
 
     @classmethod
     def from_informers(cls, informers: Any, *, use_endpoint_slices: bool = True, **kwargs: Any) -> DNSServer:
         """Sources wired to a ``SharedInformerFactory`` (Services + EndpointSlices or Endpoints,
-        Namespaces).  Start the factory (``informers.start()``) for the caches to fill."""
+        Namespaces).  :meth:`start` then starts the factory's informers and waits for these
+        caches, so the first answers are not NXDOMAIN for lack of data."""
         services = informers.informer("services")
         namespaces = informers.informer("namespaces")
         if use_endpoint_slices:
@@ -396,8 +398,13 @@ class DNSServer:
         def namespace_exists(name: str) -> bool:
             return not namespaces.has_synced or namespaces.get(name) is not None
 
-        return cls(services_source=services_from_informer(services), endpoints_source=endpoints,
-                   namespace_source=namespace_exists, **kwargs)
+        server = cls(services_source=services_from_informer(services), endpoints_source=endpoints,
+                     namespace_source=namespace_exists, **kwargs)
+        server._factory = informers
+        server._informers = [services, namespaces,
+                             informers.informer("endpointslices.discovery.k8s.io" if use_endpoint_slices
+                                                else "endpoints")]
+        return server
 
     # -- one message ---------------------------------------------------------------------------
 
@@ -455,6 +462,9 @@ class DNSServer:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self._factory is not None:
+            self._factory.start()
+            await asyncio.gather(*(inf.wait_synced() for inf in self._informers))
         loop = asyncio.get_running_loop()
         attempts = 5 if self.port == 0 else 1
         for attempt in range(attempts):

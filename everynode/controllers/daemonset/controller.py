@@ -67,7 +67,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from everynode.api.errors import ApiError
+from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, make_controller_ref, resource_version
 from everynode.api.selectors import LabelSelector, label_selector_from_dict
 from everynode.client.base import Client
@@ -120,7 +120,6 @@ BURST_REPLICAS = 250
 SLOW_START_INITIAL_BATCH_SIZE = 1
 FULL_RESYNC_PERIOD = 300.0
 SELECTING_ALL = "SelectingAll"
-NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 
 
 class SyncError(Exception):
@@ -134,11 +133,6 @@ def _aggregate(errors: list[Exception]) -> SyncError:
 def _terminal_and_deleted(pod: Obj) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp")) and \
         (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
-
-
-def _namespace_terminating(e: ApiError) -> bool:
-    causes = (e.status.get("details") or {}).get("causes") or ()
-    return any(c.get("type") == NAMESPACE_TERMINATING_CAUSE for c in causes)
 
 
 def _selects_all(selector: Any) -> bool:
@@ -970,7 +964,7 @@ class DaemonSetController:
         try:
             created = await self.client.create(PODS, pod, namespace=metadata["namespace"])
         except ApiError as e:
-            if _namespace_terminating(e):
+            if is_namespace_terminating(e):
                 return None  # every later create fails the same way; not an error
             self.recorder.event(ds, "Warning", "FailedCreate", f"Error creating: {e.message}")
             self.expectations.creation_observed(key)
