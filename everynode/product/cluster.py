@@ -76,7 +76,7 @@ class Cluster:
                  in_memory: bool | None = None, disable: tuple[str, ...] | list[str] = (),
                  virtual_time: bool = False, serve_http: bool | None = None,
                  node_monitor_grace_period: float = 50.0, pod_gc_period: float = 20.0,
-                 pod_gc_quarantine: float = 40.0) -> None:
+                 pod_gc_quarantine: float = 40.0, dns_port: int | None = None) -> None:
         self._tmp: str | None = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="everynode-")
@@ -89,7 +89,7 @@ class Cluster:
             in_memory=bool(in_memory), pod_startup=pod_startup, disable=frozenset(disable),
             serve_http=(not virtual_time) if serve_http is None else serve_http,
             node_monitor_grace_period=node_monitor_grace_period,
-            pod_gc_period=pod_gc_period, pod_gc_quarantine=pod_gc_quarantine,
+            pod_gc_period=pod_gc_period, pod_gc_quarantine=pod_gc_quarantine, dns_port=dns_port,
         )
         self.plane: ControlPlane | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -105,6 +105,11 @@ class Cluster:
     @property
     def url(self) -> str | None:
         return self.plane.url if self.plane else None
+
+    @property
+    def dns_port(self) -> int | None:
+        """The cluster DNS server's port (``dns_port=0`` picks a free one), or None."""
+        return self.plane.dns_port if self.plane else None
 
     @property
     def client(self) -> Any:

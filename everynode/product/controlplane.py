@@ -28,7 +28,7 @@ from everynode.storage.base import Store
 
 log = logging.getLogger(__name__)
 
-COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector")
+COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints")
 
 Progress = Callable[[str], None]
 
@@ -52,6 +52,7 @@ class ControlPlaneConfig:
     fsync: bool = False
     node_monitor_grace_period: float = 50.0
     pod_gc_period: float = 20.0
+    dns_port: int | None = None
     pod_gc_quarantine: float = 40.0
 
     @property
@@ -75,6 +76,11 @@ class ControlPlane:
     @property
     def url(self) -> str | None:
         return getattr(self.server, "url", None)
+
+    @property
+    def dns_port(self) -> int | None:
+        dns = self.components.get("dns")
+        return dns.port if dns is not None else None
 
     async def start(self, *, progress: Progress | None = None) -> None:
         say = progress or (lambda _msg: None)
@@ -203,6 +209,18 @@ class ControlPlane:
 
             self.components["pod-gc"] = PodGC(client, informers=self.informers, clock=clock,
                                               period=cfg.pod_gc_period, quarantine=cfg.pod_gc_quarantine)
+        if "endpoints" in enabled:
+            from everynode.controllers.endpoints import EndpointsController
+            from everynode.controllers.endpointslice import EndpointSliceController
+
+            self.components["endpoints"] = EndpointsController(
+                client, informers=self.informers, clock=clock, recorder=recorder("endpoint-controller"))
+            self.components["endpointslice"] = EndpointSliceController(
+                client, informers=self.informers, clock=clock, recorder=recorder("endpointslice-controller"))
+        if cfg.dns_port is not None:
+            from everynode.product.dns import DNSServer
+
+            self.components["dns"] = DNSServer.from_informers(self.informers, host=cfg.host, port=cfg.dns_port)
         if "scheduler" in enabled:
             from everynode.scheduler.scheduler import Scheduler
 
@@ -220,7 +238,12 @@ class ControlPlane:
                                                                recorder=recorder("daemonset-controller"))
         for name, component in self.components.items():
             say(f"starting {name}")
-            await component.start()
+            try:
+                await component.start()
+            except OSError as e:  # the DNS port
+                raise ControlPlaneError(f"{name}: cannot listen on {cfg.host}:{cfg.dns_port}: {e.strerror or e}") from None
+        if "dns" in self.components:
+            say(f"cluster DNS: {cfg.host}:{self.components['dns'].port} (zone cluster.local)")
 
     async def stop(self) -> None:
         self.ready = False

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig, ControlPlaneError
 
-console = Console(stderr=False, highlight=False)
+console = Console(stderr=False, highlight=False, soft_wrap=True)
 
 
 def _error(message: str) -> None:
@@ -43,6 +43,9 @@ async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
     console.print(f"everynode is up: {config.control_planes} control-plane node(s), {config.nodes} worker node(s)")
     console.print(f"API server:  {plane.url}")
     console.print(f"kubeconfig:  {kubeconfig}")
+    if plane.dns_port is not None:
+        console.print(f"cluster DNS: {config.host}:{plane.dns_port} (e.g. dig @{config.host} -p {plane.dns_port} "
+                      "<service>.<namespace>.svc.cluster.local)")
     console.print(f"  export KUBECONFIG={kubeconfig}")
     if apply_files:
         from everynode.product.manifests import ManifestError
