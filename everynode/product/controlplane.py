@@ -156,6 +156,9 @@ class ControlPlane:
                     f"port {cfg.port} on {cfg.host} is already in use (another `everynode up`? "
                     f"choose one with --port, or --port 0 for a free one)") from None
             raise ControlPlaneError(f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}") from None
+        from everynode.product.metrics import ControlPlaneCollector
+
+        self.server.metrics.registry.register(ControlPlaneCollector(self))
         path = cfg.kubeconfig_path
         path.parent.mkdir(parents=True, exist_ok=True)
         kubeconfig_writer.write_kubeconfig(path, server=self.server.url, ca_pem=certs.ca_pem, token=token)
