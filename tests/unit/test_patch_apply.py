@@ -128,3 +128,18 @@ def test_fields_v1_round_trip_and_path_strings():
     assert path_string(("f:spec", "f:ports", 'k:{"containerPort":9100,"protocol":"TCP"}', "f:name")) == \
         '.spec.ports[containerPort=9100,protocol="TCP"].name'
     assert path_string(("f:metadata", "f:finalizers", 'v:"x"')) == '.metadata.finalizers[="x"]'
+
+
+def test_reapply_matches_ports_whose_protocol_key_was_defaulted():
+    """Ports are keyed by (containerPort, protocol); an applied port without protocol matches the
+    stored, defaulted one (TCP) instead of being appended as a duplicate."""
+    cfg = manifest()
+    cfg["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9100, "name": "metrics"}]
+    live = apply(None, cfg)
+    live["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = "TCP"  # server defaulting
+    out = apply(live, cfg)
+    assert out["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 9100, "name": "metrics", "protocol": "TCP"}]
+    (entry,) = out["metadata"]["managedFields"]
+    ports = entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"node-exporter"}']["f:ports"]
+    assert list(ports) == ['k:{"containerPort":9100,"protocol":"TCP"}']

@@ -49,8 +49,25 @@ _STRIPPED: frozenset[Path] = frozenset({
 
 # --------------------------------------------------------------------------- field sets
 
+# Defaults of list-map key fields (the OpenAPI ``default`` of upstream's ``+default`` markers,
+# which structured-merge-diff uses to match items whose key field was left out; our schema data
+# carries no defaults).  Without this, re-applying ports that omit ``protocol`` would not match
+# the stored, defaulted items and would be appended as duplicates.
+KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+
+
+def _ident(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in keys:
+        if k in item:
+            out[k] = item[k]
+        elif k in KEY_DEFAULTS:
+            out[k] = KEY_DEFAULTS[k]
+    return out
+
+
 def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + go_json({k: item[k] for k in keys if k in item}).decode()
+    return "k:" + go_json(_ident(item, keys)).decode()
 
 
 def _list_keys(node: Node | None) -> tuple[str, ...] | None:
@@ -184,7 +201,7 @@ def _step(value: Any, element: str) -> Any:
     if prefix == "k":
         keys = json.loads(rest)
         for item in value:
-            if isinstance(item, dict) and all(item.get(k, _MISSING) == v for k, v in keys.items()):
+            if isinstance(item, dict) and all(item.get(k, KEY_DEFAULTS.get(k, _MISSING)) == v for k, v in keys.items()):
                 return item
         return _MISSING
     if prefix == "v":
@@ -240,9 +257,9 @@ def _merge(live: Any, applied: Any, node: Node | None) -> Any:
         out_list = list(live)
         for item in applied:
             if keys and isinstance(item, dict):
-                ident = {k: item.get(k) for k in keys}
+                ident = _ident(item, keys)
                 for i, existing in enumerate(out_list):
-                    if isinstance(existing, dict) and all(existing.get(k) == v for k, v in ident.items()):
+                    if isinstance(existing, dict) and _ident(existing, keys) == ident:
                         out_list[i] = _merge(existing, item, items)
                         break
                 else:
