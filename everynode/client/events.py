@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.meta import random_suffix
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -227,11 +228,18 @@ class EventRecorder:
                 if exc.code != 404:
                     raise
             # Deleted (or never created) meanwhile: create it with the aggregated count.
-        try:
-            await self.client.create("events", job.event, namespace=md["namespace"])
-        except ApiError as exc:
-            if exc.reason == "AlreadyExists":
-                return
-            raise
+        event = job.event
+        for attempt in range(3):
+            try:
+                await self.client.create("events", event, namespace=md["namespace"])
+                break
+            except ApiError as exc:
+                if exc.reason != "AlreadyExists" or attempt == 2:
+                    raise
+                # Another component named an event about the same object at the same instant
+                # (likely under virtual time, where much happens at one instant): take a fresh
+                # name rather than lose the event.
+                fresh = f"{event['involvedObject'].get('name', '')}.{self._suffix()}{random_suffix(3)}"
+                event = {**event, "metadata": {**event["metadata"], "name": fresh}}
         self.stats.created += 1
         self.stats.by_reason[job.event["reason"]] += 1
