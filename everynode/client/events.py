@@ -140,8 +140,9 @@ class EventRecorder:
             queue.put_nowait(job)
         except asyncio.QueueFull:
             self.stats.dropped += 1
-            log.warning("event queue full; dropping event %s/%s %s: %s", ref.get("namespace", ""),
-                        ref.get("name", ""), reason, message)
+            if self.stats.dropped == 1 or self.stats.dropped % 1000 == 0:  # a burst must not flood the log
+                log.warning("event queue full; dropped %d event(s) so far, latest %s/%s %s: %s",
+                            self.stats.dropped, ref.get("namespace", ""), ref.get("name", ""), reason, message)
 
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> None:
         self.event(obj, type, reason, fmt % args if args else fmt)

@@ -416,33 +416,146 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     subresource) and are released by every other manager; fields that disappeared are released
     by everyone.  Managed fields sent in ``new`` by the client are ignored in favour of
     ``old``'s (as upstream does when the client did not change them deliberately).
+
+    This runs on every write, so it diffs ``old`` against ``new`` (:func:`_diff`: subtrees that
+    are the same object or compare equal are skipped at C speed) instead of building both
+    objects' whole field sets, and re-renders only the entries whose fields changed.
     """
-    old_obj = old or {}
-    old_set = field_set(old_obj, api_version=api_version, kind=kind, subresource=subresource) if old else set()
-    new_set = field_set(new, api_version=api_version, kind=kind, subresource=subresource)
-    changed = {p for p in new_set
-               if p not in old_set or _changed(_get(old_obj, p), _get(new, p))}
-    removed = old_set - new_set
-    entries = [(e, parse_fields_v1(e.get("fieldsV1") or {}) - changed - removed) for e in _entries(old)]
-    if not old and not entries:
-        entries = [(e, parse_fields_v1(e.get("fieldsV1") or {})) for e in _entries(new)
-                   if e.get("operation") == "Apply"]  # creates may carry none; keep nothing else
+    node = schema.kind_node(api_version, kind)
+    skip = _untracked_top(api_version, kind, subresource)
+    changed: set[Path] = set()
+    removed: set[Path] = set()
+    if old:
+        _diff(old, new, node, (), changed, removed)
+    else:
+        _collect(new, node, (), changed)
+    changed = {p for p in changed if p not in _STRIPPED and (not p or p[0] not in skip)}
+    removed = {p for p in removed if p not in _STRIPPED and (not p or p[0] not in skip)}
+    result = dict(new)
+    md = dict(result.get("metadata") or {})
+    result["metadata"] = md
+    if old and not changed and not removed:
+        kept = (old.get("metadata") or {}).get("managedFields")
+        if kept:
+            md["managedFields"] = kept
+        else:
+            md.pop("managedFields", None)
+        return result
     me = (manager or "unknown", operation, api_version, subresource or "")
     time = _timestamp(now)
-    result = dict(new)
-    out: list[tuple[dict[str, Any], set[Path]]] = []
+    touched = changed | removed
+    rendered: list[dict[str, Any]] = []
     found = False
-    for entry, paths in entries:
+    source = _entries(old) if old else [e for e in _entries(new) if e.get("operation") == "Apply"]
+    for entry in source:
+        tree = entry.get("fieldsV1") or {}
         if _identity(entry) == me:
-            paths = paths | changed
-            entry = _make_entry(me[0], operation, api_version, time if changed else entry.get("time", time),
-                                paths, subresource)
             found = True
-        out.append((entry, paths))
+            paths = (parse_fields_v1(tree) - removed) | changed
+            if paths:
+                rendered.append(_make_entry(me[0], operation, api_version, time if changed else entry.get("time", time),
+                                            paths, subresource))
+        elif old and any(_tree_has(tree, p) for p in touched):
+            paths = parse_fields_v1(tree) - touched
+            if paths:
+                rendered.append({**entry, "fieldsV1": fields_v1(paths)})
+        elif tree:
+            rendered.append(entry)
     if not found and changed:
-        out.append((_make_entry(me[0], operation, api_version, time, changed, subresource), changed))
-    _store_entries(result, out)
+        rendered.append(_make_entry(me[0], operation, api_version, time, changed, subresource))
+    if rendered:
+        md["managedFields"] = rendered
+    else:
+        md.pop("managedFields", None)
     return result
+
+
+def _tree_has(tree: dict[str, Any], path: Path) -> bool:
+    """Whether ``path`` is a member of a FieldsV1 tree (a leaf, or a node marked with ``.``)."""
+    node = tree
+    for element in path:
+        node = node.get(element) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return not node or "." in node
+
+
+def _members(value: Any, node: Node | None, path: Path) -> set[Path]:
+    out: set[Path] = set()
+    _collect(value, node, path, out)
+    return out
+
+
+def _diff_generic(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path], removed: set[Path]) -> None:
+    """The plain definition, for one subtree: members of ``new`` that are new or whose leaf value
+    changed, and members of ``old`` that are gone."""
+    old_paths = _members(old, node, path)
+    new_paths = _members(new, node, path)
+    depth = len(path)
+    for p in new_paths:
+        if p not in old_paths or _changed(_get(old, p[depth:]), _get(new, p[depth:])):
+            changed.add(p)
+    removed |= old_paths - new_paths
+
+
+def _diff(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path], removed: set[Path]) -> None:
+    """Changed and removed members between two versions, walking only where they differ.
+
+    Mirrors :func:`_collect`'s notion of members: where both sides have the same shape (both
+    non-empty dicts, or both non-empty keyed lists) the walk descends; anywhere else the subtree
+    is compared by :func:`_diff_generic`."""
+    if old is new or old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict) and old and new:
+        for key, sub in new.items():
+            child = node.child(key) if node is not None else None
+            sub_path = (*path, f"f:{key}")
+            if key not in old:
+                _collect(sub, child, sub_path, changed) if _descends(sub, child, node) else changed.add(sub_path)
+                continue
+            before = old[key]
+            if before is sub:
+                continue
+            if _descends(sub, child, node) and _descends(before, child, node) and type(sub) is type(before):
+                _diff(before, sub, child, sub_path, changed, removed)
+            elif _descends(sub, child, node) or _descends(before, child, node):
+                _diff_generic(before, sub, child, sub_path, changed, removed)
+            elif before != sub:
+                changed.add(sub_path)
+        for key, before in old.items():
+            if key not in new:
+                child = node.child(key) if node is not None else None
+                sub_path = (*path, f"f:{key}")
+                _collect(before, child, sub_path, removed) if _descends(before, child, node) else removed.add(sub_path)
+        return
+    if isinstance(old, list) and isinstance(new, list) and old and new:
+        keys = _list_keys(node)
+        if keys and all(isinstance(i, dict) for i in old) and all(isinstance(i, dict) for i in new):
+            items = node.items if node is not None else None
+            old_items = {_key_element(i, keys): i for i in old}
+            new_items = {_key_element(i, keys): i for i in new}
+            if len(old_items) == len(old) and len(new_items) == len(new):  # no duplicate keys
+                for k, item in new_items.items():
+                    item_path = (*path, k)
+                    if k in old_items:
+                        _diff(old_items[k], item, items, item_path, changed, removed)
+                    else:
+                        changed.add(item_path)
+                        _collect(item, items, item_path, changed)
+                for k, item in old_items.items():
+                    if k not in new_items:
+                        item_path = (*path, k)
+                        removed.add(item_path)
+                        _collect(item, items, item_path, removed)
+                return
+    _diff_generic(old, new, node, path, changed, removed)
+
+
+def _descends(value: Any, child: Node | None, parent: Node | None) -> bool:
+    """Whether :func:`_collect` walks into ``value`` (else it is one member)."""
+    if isinstance(value, (dict, list)) and child is not None and child.kind not in ("scalar", "open"):
+        return True
+    return False
 
 
 def _changed(before: Any, after: Any) -> bool:
