@@ -17,6 +17,7 @@ This module does not depend on lightkube's quantity helpers (different rounding 
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -84,6 +85,14 @@ def _round_away_from_zero(value: Fraction, scale: int) -> Fraction:
 def _parse(text: str) -> tuple[Fraction, str]:
     if not isinstance(text, str) or not text:
         raise ValueError(ERR_FORMAT_WRONG)
+    return _parse_cached(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> tuple[Fraction, str]:
+    """Quantities repeat endlessly (every node's "4", "16Gi", every pod's requests): parse each
+    distinct string once.  Fractions are immutable, so sharing the result is safe; errors are
+    not cached (lru_cache does not cache exceptions)."""
     m = _QUANTITY_RE.fullmatch(text)
     if m is None:
         raise ValueError(ERR_FORMAT_WRONG)

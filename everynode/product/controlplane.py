@@ -55,6 +55,21 @@ class ControlPlaneConfig:
     dns_port: int | None = None
     pod_gc_quarantine: float = 40.0
 
+    # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
+    # looks every 5 s, against a 50 s grace period.  A shorter grace period (tests, demos) scales
+    # them down with it, so healthy nodes never look dead.
+    @property
+    def heartbeat_interval(self) -> float:
+        return min(10.0, self.node_monitor_grace_period / 5)
+
+    @property
+    def lease_duration(self) -> int:
+        return max(1, min(40, int(self.node_monitor_grace_period * 0.8)))
+
+    @property
+    def node_monitor_period(self) -> float:
+        return min(5.0, self.node_monitor_grace_period / 10)
+
     @property
     def kubeconfig_path(self) -> Path:
         return self.kubeconfig if self.kubeconfig is not None else self.data_dir / "kubeconfig"
@@ -204,7 +219,7 @@ class ControlPlane:
 
             self.components["node-lifecycle"] = NodeLifecycleController(
                 client, self.informers, clock, recorder=recorder("node-controller"),
-                grace_period=cfg.node_monitor_grace_period)
+                grace_period=cfg.node_monitor_grace_period, monitor_period=cfg.node_monitor_period)
             self.components["taint-eviction"] = TaintEvictionController(
                 client, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
         if "pod-gc" in enabled:
@@ -233,7 +248,9 @@ class ControlPlane:
             from everynode.kubelet.simulator import KubeletSimulator
 
             self.components["kubelet"] = KubeletSimulator(client, clock=clock, informers=self.informers,
-                                                          pod_startup=cfg.pod_startup, recorder=recorder("kubelet"))
+                                                          pod_startup=cfg.pod_startup, recorder=recorder("kubelet"),
+                                                          heartbeat_interval=cfg.heartbeat_interval,
+                                                          lease_duration=cfg.lease_duration)
         if "daemonset" in enabled:
             from everynode.controllers.daemonset.controller import DaemonSetController
 
