@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -392,3 +392,37 @@ class WorkQueue:
     def __repr__(self) -> str:
         return (f"WorkQueue({self.name!r}, depth={len(self._queue)}, processing={len(self._processing)}, "
                 f"waiting={len(self._waiting)}, shutting_down={self._shutting_down})")
+
+
+async def run_worker(queue: WorkQueue, sync: Callable[[Any], Awaitable[float | None]], *,
+                     max_retries: int | None = None,
+                     on_error: Callable[[Any, Exception, bool], None] | None = None) -> None:
+    """One worker of a controller: client-go's ``processNextWorkItem`` loop until shutdown.
+
+    ``sync(key)`` succeeding forgets the key's failure history; returning a number asks for the
+    key again after that many seconds.  A failure re-queues the key with rate limiting (at most
+    ``max_retries`` times when given, then the key is dropped); ``on_error(key, exc, retried)``
+    is told either way.  The key is always marked done, so it is never processed twice at once.
+    """
+    while True:
+        try:
+            key = await queue.get()
+        except QueueShutDown:
+            return
+        try:
+            again = await sync(key)
+            queue.forget(key)
+            if again is not None:
+                queue.add_after(key, again)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is retried (or dropped) by design
+            retry = max_retries is None or queue.num_requeues(key) < max_retries
+            if retry:
+                queue.add_rate_limited(key)
+            else:
+                queue.forget(key)
+            if on_error is not None:
+                on_error(key, exc, retry)
+        finally:
+            queue.done(key)

@@ -40,7 +40,7 @@ from everynode.api import registry
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
 from everynode.client.informer import Informer, SharedInformerFactory
-from everynode.client.workqueue import QueueShutDown, WorkQueue
+from everynode.client.workqueue import WorkQueue, run_worker
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -198,27 +198,18 @@ class GarbageCollector:
         self._tasks = []
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                item = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                action, uid = item
-                if action == DELETE:
-                    await self._attempt_to_delete(uid)
-                else:
-                    await self._attempt_to_orphan(uid)
-                self.queue.forget(item)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # retried with backoff, never fatal
-                log.debug("garbage collector: %s %s: %s", item[0], item[1], exc)
-                self.queue.add_rate_limited(item)
-            finally:
-                self.queue.done(item)
+        async def process(item: tuple[str, str]) -> None:
+            action, uid = item
+            if action == DELETE:
+                await self._attempt_to_delete(uid)
+            else:
+                await self._attempt_to_orphan(uid)
 
-    # -- reads ---------------------------------------------------------------------------
+        def failed(item: Any, exc: Exception, _retried: bool) -> None:
+            log.debug("garbage collector: %s %s: %s", item[0], item[1], exc)
+
+        await run_worker(self.queue, process, on_error=failed)
+
     async def _live(self, ident: Ident) -> Obj | None:
         try:
             obj = await self.client.get(ident.resource, ident.name, namespace=ident.namespace)

@@ -30,7 +30,7 @@ from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import QueueShutDown, WorkQueue
+from everynode.client.workqueue import WorkQueue, run_worker
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -92,23 +92,10 @@ class NamespaceController:
             self._task = None
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                name = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                again = await self.sync(name)
-                self.queue.forget(name)
-                if again is not None:
-                    self.queue.add_after(name, again)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.debug("namespace %s: %s", name, exc)
-                self.queue.add_rate_limited(name)
-            finally:
-                self.queue.done(name)
+        def failed(name: Any, exc: Exception, _retried: bool) -> None:
+            log.debug("namespace %s: %s", name, exc)
+
+        await run_worker(self.queue, self.sync, on_error=failed)
 
     async def sync(self, name: str) -> float | None:
         """One pass.  Returns None when finished (finalized, gone, or not ours), else the delay

@@ -38,7 +38,7 @@ from everynode.api.errors import is_namespace_terminating
 from everynode.api.meta import key_of
 from everynode.client.base import Client
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import QueueShutDown, RateLimiter, WorkQueue
+from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
 from everynode.clock import Clock, parse_rfc3339
 
 log = logging.getLogger(__name__)
@@ -608,26 +608,17 @@ class ServicePodsController:
                 raise TimeoutError(f"{self.queue_name} controller not idle: {self.queue!r}")
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                self.syncs += 1
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure is retried with backoff
-                if self.queue.num_requeues(key) < MAX_RETRIES:
-                    log.debug("%s: error syncing %s, retrying: %s", self.queue_name, key, exc)
-                    self.queue.add_rate_limited(key)
-                else:
-                    log.info("%s: dropping service %s out of the queue: %s", self.queue_name, key, exc)
-                    self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        async def process(key: str) -> None:
+            self.syncs += 1
+            await self.sync(key)
+
+        def failed(key: Any, exc: Exception, retried: bool) -> None:
+            if retried:
+                log.debug("%s: error syncing %s, retrying: %s", self.queue_name, key, exc)
+            else:
+                log.info("%s: dropping service %s out of the queue: %s", self.queue_name, key, exc)
+
+        await run_worker(self.queue, process, max_retries=MAX_RETRIES, on_error=failed)
 
     async def sync(self, key: str) -> None:
         raise NotImplementedError

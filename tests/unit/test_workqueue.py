@@ -258,3 +258,35 @@ def test_default_backoff_under_virtual_time():
 
     waits = run_virtual(main())
     assert waits == [round(0.005 * 2**i, 6) for i in range(12)]  # 5 ms … 10.24 s
+
+
+async def test_run_worker_forgets_on_success_requeues_on_failure_and_drops_after_max_retries():
+    from everynode.client.workqueue import fast_rate_limiter, run_worker
+
+    q = WorkQueue("t", rate_limiter=fast_rate_limiter(base_delay=0.001, max_delay=0.001))
+    seen: list[str] = []
+    errors: list[tuple[str, bool]] = []
+
+    async def sync(key: str) -> float | None:
+        seen.append(key)
+        if key == "bad":
+            raise RuntimeError("boom")
+        if key == "again" and seen.count("again") == 1:
+            return 0.001  # ask to be looked at again
+        return None
+
+    task = asyncio.create_task(run_worker(q, sync, max_retries=2,
+                                          on_error=lambda k, e, retried: errors.append((k, retried))))
+    for key in ("ok", "bad", "again"):
+        q.add(key)
+    for _ in range(200):
+        await asyncio.sleep(0.002)
+        if seen.count("bad") == 3 and seen.count("again") == 2:
+            break
+    q.shutdown()
+    await asyncio.wait_for(task, 1)
+    assert seen.count("ok") == 1
+    assert seen.count("again") == 2
+    assert seen.count("bad") == 3  # first try + 2 retries, then dropped
+    assert errors == [("bad", True), ("bad", True), ("bad", False)]
+    assert q.num_requeues("bad") == 0 and q.processing == 0

@@ -74,7 +74,7 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import QueueShutDown, RateLimiter, WorkQueue
+from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
 from everynode.clock import Clock
 from everynode.controllers.daemonset.adoption import Claimer, ClaimError, aggregate_message
 from everynode.controllers.daemonset.backoff import GC_INTERVAL, Backoff, failed_pods_backoff_key
@@ -358,22 +358,11 @@ class DaemonSetController:
                 raise TimeoutError(f"daemonset controller not idle: {self.queue!r}")
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - every failure is retried with backoff
-                log.info("%s failed with : %s", key, e)
-                log.debug("sync failure", exc_info=True)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        def failed(key: Any, exc: Exception, _retried: bool) -> None:
+            log.info("%s failed with : %s", key, exc)
+            log.debug("sync failure", exc_info=exc)
+
+        await run_worker(self.queue, self.sync, on_error=failed)
 
     async def _backoff_gc(self) -> None:
         while True:
