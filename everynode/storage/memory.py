@@ -158,7 +158,7 @@ class ResourceIndex:
 class MemoryStore(Store):
     """All objects in memory; nothing survives the process.  Also the base of :class:`SqliteStore`."""
 
-    def __init__(self, *, history: int = 100_000, watcher_backlog: int = 100_000) -> None:
+    def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)

@@ -72,7 +72,7 @@ PendingKey = tuple[str, str, str]  # (resource, namespace, name)
 
 
 class SqliteStore(MemoryStore):
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, history: int = 100_000,
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, history: int = 10_000,
                  watcher_backlog: int = 100_000) -> None:
         super().__init__(history=history, watcher_backlog=watcher_backlog)
         self.path = Path(path)
