@@ -25,7 +25,7 @@ from everynode.api.errors import ApiError
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 from everynode.storage.memory import MemoryStore
 
-SCENARIOS = ("converge", "rollout", "churn", "sync", "api")
+SCENARIOS = ("converge", "rollout", "churn", "sync", "api", "schedule")
 
 DS_NAMESPACE = "bench"
 DS_NAME = "agent"
@@ -275,10 +275,54 @@ async def bench_sync(nodes: int, transport: str, *, rounds: int = 200) -> dict[s
                    us_per_sync=round(statistics.median(samples) * 1e6, 1), rounds=rounds)
 
 
+async def bench_schedule(nodes: int, transport: str) -> dict[str, Any]:
+    """The scheduler alone: N pending DaemonSet-style pods (pinned to one node each by the
+    matchFields affinity) are bound through the binding subresource; timed from the scheduler's
+    start until the last pod is bound.  Floor: one binding write per pod into storage."""
+    from everynode.client.events import EventRecorder
+    from everynode.client.informer import SharedInformerFactory
+    from everynode.scheduler.scheduler import Scheduler
+
+    cfg = ControlPlaneConfig(nodes=nodes, control_planes=0, port=0, in_memory=True, serve_http=False,
+                             data_dir=Path(tempfile.mkdtemp(prefix="everynode-bench-")),
+                             disable=frozenset({"daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc",
+                                                "garbage-collector", "endpoints"}))
+    plane = ControlPlane(cfg)
+    await plane.start()
+    try:
+        assert plane.client is not None
+        await plane.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": DS_NAMESPACE}})
+        for i in range(nodes):
+            pod = _pod(i, f"worker-{i + 1}")
+            del pod["metadata"]["uid"], pod["metadata"]["ownerReferences"], pod["status"]
+            await plane.client.create("pods", pod, namespace=DS_NAMESPACE)
+        recorder = EventRecorder(plane.client, component="default-scheduler", clock=plane.clock)
+        scheduler = Scheduler(plane.client, clock=plane.clock, informers=SharedInformerFactory(plane.client),
+                              recorder=recorder)
+        m = Measure()
+        m.start()
+        await scheduler.start()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3600
+        while scheduler.scheduled < nodes:
+            if loop.time() > deadline:
+                raise TimeoutError(f"only {scheduler.scheduled}/{nodes} pods bound")
+            await asyncio.sleep(0.005)
+        seconds, cpu = m.stop()
+        await scheduler.stop()
+        await recorder.close(flush=False)
+    finally:
+        await plane.stop()
+    floor = await storage_floor(nodes, writes_per_pod=1)
+    return _result("schedule", nodes, transport, seconds, cpu, floor, pods_per_second=round(nodes / seconds, 1))
+
+
 async def run_scenario(scenario: str, *, nodes: int, transport: str) -> list[dict[str, Any]]:
     if scenario == "api":
         from everynode.product.bench_api import bench_api
 
         return await bench_api(pods=nodes)
-    fn = {"converge": bench_converge, "rollout": bench_rollout, "churn": bench_churn, "sync": bench_sync}[scenario]
+    fn = {"converge": bench_converge, "rollout": bench_rollout, "churn": bench_churn, "sync": bench_sync,
+          "schedule": bench_schedule}[scenario]
     return [await fn(nodes, transport)]
