@@ -19,7 +19,10 @@ Choices and their reasons:
 * **Watch: encode each event once.**  Store events are shared by every watcher, and their
   ``encoded`` dict caches the wire bytes per representation, so a fan-out to N watchers costs
   one encoding plus N socket writes (python-stack.md §1).  Table watches send the column
-  definitions on their first event only, like upstream; that one line is per watcher.
+  definitions on their first event only, like upstream; that one line is per watcher.  The
+  service hands a watch over in batches (every event ready when the stream's task runs), and a
+  batch goes out as one chunk, so a stream that fell behind catches up with one socket write
+  instead of one per event (storage/watch.py explains the waking).
 * **Never a traceback to the client**: any unexpected exception becomes a 500 ``InternalError``
   Status plus a log line.
 """
@@ -569,7 +572,7 @@ class ApiHttp:
         rt = req.rt
         send_initial = go_bool(query.get("sendInitialEvents")) if "sendInitialEvents" in query else None
         timeout = _int(query, "timeoutSeconds")
-        events = self.service.watch(
+        batches = self.service.watch_batches(
             rt, req.namespace, label_selector=query.get("labelSelector"), field_selector=query.get("fieldSelector"),
             resource_version=query.get("resourceVersion"), allow_bookmarks=go_bool(query.get("allowWatchBookmarks")),
             send_initial_events=send_initial, timeout_seconds=float(timeout) if timeout else None,
@@ -584,27 +587,31 @@ class ApiHttp:
         first = True
         clock = self.service.clock
         try:
-            async for event in events:
-                if table and event.type in ("ADDED", "MODIFIED", "DELETED"):
-                    if first:
-                        line = self._table_event(rt, event, clock.now(), include_object, columns=True)
-                        first = False
+            async for batch in batches:
+                lines = []
+                for event in batch:
+                    if table and event.type in ("ADDED", "MODIFIED", "DELETED"):
+                        if first:
+                            line = self._table_event(rt, event, clock.now(), include_object, columns=True)
+                            first = False
+                        else:
+                            key = f"table:{include_object}"
+                            line = event.encoded.get(key)
+                            if line is None:
+                                line = self._table_event(rt, event, clock.now(), include_object, columns=False)
+                                event.encoded[key] = line
                     else:
-                        key = f"table:{include_object}"
-                        line = event.encoded.get(key)
+                        line = event.encoded.get("json")
                         if line is None:
-                            line = self._table_event(rt, event, clock.now(), include_object, columns=False)
-                            event.encoded[key] = line
-                else:
-                    line = event.encoded.get("json")
-                    if line is None:
-                        line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
-                        event.encoded["json"] = line
-                await response.write(line)
+                            line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
+                            event.encoded["json"] = line
+                    lines.append(line)
+                # Everything that was ready goes out as one chunk: one TLS record and one send.
+                await response.write(lines[0] if len(lines) == 1 else b"".join(lines))
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
-            aclose = getattr(events, "aclose", None)
+            aclose = getattr(batches, "aclose", None)
             if aclose is not None:
                 await aclose()
         try:

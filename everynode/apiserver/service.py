@@ -87,6 +87,7 @@ SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
 MIN_WATCH_TIMEOUT = 1800.0  # --min-request-timeout; an unbounded watch ends after 1-2× this
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+INITIAL_EVENTS_BATCH = 256  # synthetic ADDED events per watch batch (bounds one write's size)
 PATCH_TYPES = ("json", "merge", "strategic", "apply")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
@@ -965,6 +966,21 @@ class ApiService:
 
         Bad selectors raise ApiError here, before any event; a resourceVersion older than the
         history window yields one ERROR event (410 Expired) and ends, as upstream streams it."""
+        batches = self.watch_batches(
+            rt, namespace, label_selector=label_selector, field_selector=field_selector,
+            resource_version=resource_version, allow_bookmarks=allow_bookmarks,
+            send_initial_events=send_initial_events, timeout_seconds=timeout_seconds,
+            resource_version_match=resource_version_match)
+        return _one_by_one(batches)
+
+    def watch_batches(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
+                      field_selector: str | None = None, resource_version: str | None = None,
+                      allow_bookmarks: bool = False, send_initial_events: bool | None = None,
+                      timeout_seconds: float | None = None, resource_version_match: str | None = None
+                      ) -> AsyncIterator[list[WatchEvent]]:
+        """:meth:`watch` in batches: each item is a non-empty list of the events that were ready
+        together (in order), so that a transport can send them in one write.  Flattened, the
+        batches are exactly :meth:`watch`'s events.  Errors are raised as in :meth:`watch`."""
         predicate, _ = self.predicate(rt, label_selector, field_selector)
         self._check_watch_options(resource_version_match, send_initial_events)
         requested = _parse_rv(resource_version)
@@ -975,13 +991,13 @@ class ApiService:
         if timeout_seconds is None or timeout_seconds <= 0:
             timeout_seconds = MIN_WATCH_TIMEOUT * (1 + random.random())
         ns = namespace if rt.namespaced else None
-        return self._watch_events(rt, ns, predicate, requested, initial,
-                                  bool(allow_bookmarks and send_initial_events), allow_bookmarks,
-                                  float(timeout_seconds))
+        return self._watch_batches(rt, ns, predicate, requested, initial,
+                                   bool(allow_bookmarks and send_initial_events), allow_bookmarks,
+                                   float(timeout_seconds))
 
-    async def _watch_events(self, rt: ResourceType, ns: str | None, predicate: Predicate | None,
-                            requested: int | None, initial: bool, end_bookmark: bool, bookmarks: bool,
-                            timeout: float) -> AsyncIterator[WatchEvent]:
+    async def _watch_batches(self, rt: ResourceType, ns: str | None, predicate: Predicate | None,
+                             requested: int | None, initial: bool, end_bookmark: bool, bookmarks: bool,
+                             timeout: float) -> AsyncIterator[list[WatchEvent]]:
         await self._ready()
         store = self.store
         initial_items: list[Obj] = []
@@ -996,49 +1012,47 @@ class ApiService:
                 since = requested if requested else store.current_rv()
                 watch = store.watch(rt.key, namespace=ns, predicate=predicate, since_rv=since)
         except ExpiredError as e:
-            yield WatchEvent("ERROR", errors.gone(str(e)).status, 0, rt.key)
+            yield [WatchEvent("ERROR", errors.gone(str(e)).status, 0, rt.key)]
             return
         loop = asyncio.get_running_loop()
         timer = loop.call_later(timeout, watch.stop)
-        pending: asyncio.Future[WatchEvent] | None = None
         try:
-            for obj in initial_items:
-                yield WatchEvent("ADDED", obj, apimeta.resource_version(obj), rt.key)
+            for start in range(0, len(initial_items), INITIAL_EVENTS_BATCH):
+                yield [WatchEvent("ADDED", obj, apimeta.resource_version(obj), rt.key)
+                       for obj in initial_items[start:start + INITIAL_EVENTS_BATCH]]
+            initial_items = []
             if end_bookmark:
-                yield self._bookmark(rt, since, initial_end=True)
-            iterator = watch.__aiter__()
-            if not bookmarks:
-                async for event in iterator:
-                    yield event
+                yield [self._bookmark(rt, since, initial_end=True)]
+            wait = getattr(watch, "wait", None)
+            drain = getattr(watch, "drain", None)
+            if wait is None or drain is None:  # a Watch that only iterates
+                async for event in _with_bookmarks(watch, self, rt, bookmarks):
+                    yield [event]
                 return
-            next_bookmark = loop.time() + self.bookmark_interval
-            backlog = getattr(watch, "pending", None)  # StoreWatcher: events queued, readable at once
+            if not bookmarks:
+                while True:
+                    await wait()
+                    batch = drain()
+                    if not batch:
+                        return  # stopped
+                    yield batch
+            interval = self.bookmark_interval
+            next_bookmark = loop.time() + interval
             while True:
-                if pending is None and backlog is not None and backlog() > 0:
-                    yield await iterator.__anext__()  # no wait, so no timer task either
+                await wait(next_bookmark - loop.time())
+                batch = drain()
+                if batch:
+                    yield batch
                     continue
-                if pending is None:
-                    pending = asyncio.ensure_future(iterator.__anext__())
-                delay = next_bookmark - loop.time()
-                if delay > 0:
-                    done, _ = await asyncio.wait((pending,), timeout=delay)
-                else:
-                    done = set()
-                if pending in done:
-                    try:
-                        event = pending.result()
-                    except StopAsyncIteration:
-                        return
-                    pending = None
-                    yield event
-                    continue
-                next_bookmark = loop.time() + self.bookmark_interval
-                yield self._bookmark(rt, store.current_rv())
+                if watch.stopped:  # type: ignore[attr-defined]
+                    return
+                # Nothing queued and the deadline passed (a stale wake-up just loops).
+                if loop.time() >= next_bookmark:
+                    next_bookmark = loop.time() + interval
+                    yield [self._bookmark(rt, store.current_rv())]
         finally:
             timer.cancel()
             watch.stop()
-            if pending is not None:
-                pending.cancel()
 
     @staticmethod
     def _bookmark(rt: ResourceType, rv: int, *, initial_end: bool = False) -> WatchEvent:
@@ -1050,6 +1064,48 @@ class ApiService:
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+async def _one_by_one(batches: AsyncIterator[list[WatchEvent]]) -> AsyncIterator[WatchEvent]:
+    """The events of a batched watch one at a time; closing it closes the batches at once."""
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()  # type: ignore[attr-defined]
+
+
+async def _with_bookmarks(watch: Any, service: ApiService, rt: ResourceType,
+                          bookmarks: bool) -> AsyncIterator[WatchEvent]:
+    """Events of a Watch that offers only iteration, with a bookmark after each quiet interval."""
+    iterator = watch.__aiter__()
+    if not bookmarks:
+        async for event in iterator:
+            yield event
+        return
+    loop = asyncio.get_running_loop()
+    next_bookmark = loop.time() + service.bookmark_interval
+    pending: asyncio.Future[WatchEvent] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(iterator.__anext__())
+            delay = next_bookmark - loop.time()
+            done = (await asyncio.wait((pending,), timeout=delay))[0] if delay > 0 else set()
+            if pending in done:
+                try:
+                    event = pending.result()
+                except StopAsyncIteration:
+                    return
+                pending = None
+                yield event
+                continue
+            next_bookmark = loop.time() + service.bookmark_interval
+            yield service._bookmark(rt, service.store.current_rv())
+    finally:
+        if pending is not None:
+            pending.cancel()
 
 
 def _with_condition(status: Obj, condition: Obj, now: str) -> Obj:
