@@ -286,11 +286,17 @@ def _validate_ports(ports: Any, path: str) -> list[FieldError]:
         if host_port != 0:
             errs.extend(field.invalid(child(port_path, "hostPort"), host_port, m) for m in is_valid_port_num(host_port))
         protocol = as_str(port.get("protocol"))
-        if not protocol:
-            errs.append(field.required(child(port_path, "protocol")))
-        elif protocol not in SUPPORTED_PORT_PROTOCOLS:
-            errs.append(field.not_supported(child(port_path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
+        errs.extend(required_enum(protocol, child(port_path, "protocol"), SUPPORTED_PORT_PROTOCOLS))
     return errs
+
+
+def required_enum(value: str, path: str, supported: Any) -> list[FieldError]:
+    """A required field with a fixed set of values: ``Required value`` or ``Unsupported value``."""
+    if not value:
+        return [field.required(path)]
+    if value not in supported:
+        return [field.not_supported(path, value, supported)]
+    return []
 
 
 def _validate_key_selector(ref: Obj, path: str) -> list[FieldError]:
@@ -575,10 +581,7 @@ def _validate_container_common(ctr: Obj, volumes: dict[str, Obj], path: str) -> 
     if not as_str(ctr.get("image")):
         errs.append(field.required(child(path, "image")))
     policy = as_str(ctr.get("terminationMessagePolicy"))
-    if not policy:
-        errs.append(field.required(child(path, "terminationMessagePolicy")))
-    elif policy not in TERMINATION_MESSAGE_POLICIES:
-        errs.append(field.not_supported(child(path, "terminationMessagePolicy"), policy, TERMINATION_MESSAGE_POLICIES))
+    errs.extend(required_enum(policy, child(path, "terminationMessagePolicy"), TERMINATION_MESSAGE_POLICIES))
     errs.extend(_validate_ports(ctr.get("ports"), child(path, "ports")))
     errs.extend(_validate_env(ctr.get("env"), child(path, "env")))
     errs.extend(_validate_env_from(ctr.get("envFrom"), child(path, "envFrom")))
@@ -840,15 +843,9 @@ def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[Fi
                         child(index(child(index(child(path, "containers"), ci), "ports"), pi), "hostPort"),
                         host_port, "must match `containerPort` when `hostNetwork` is true"))
     restart_policy = as_str(sp.get("restartPolicy"))
-    if not restart_policy:
-        errs.append(field.required(child(path, "restartPolicy")))
-    elif restart_policy not in RESTART_POLICIES:
-        errs.append(field.not_supported(child(path, "restartPolicy"), restart_policy, RESTART_POLICIES))
+    errs.extend(required_enum(restart_policy, child(path, "restartPolicy"), RESTART_POLICIES))
     dns_policy = as_str(sp.get("dnsPolicy"))
-    if not dns_policy:
-        errs.append(field.required(child(path, "dnsPolicy")))
-    elif dns_policy not in DNS_POLICIES:
-        errs.append(field.not_supported(child(path, "dnsPolicy"), dns_policy, DNS_POLICIES))
+    errs.extend(required_enum(dns_policy, child(path, "dnsPolicy"), DNS_POLICIES))
     errs.extend(validate_labels(sp.get("nodeSelector"), child(path, "nodeSelector")))
     for i, secret in dicts(sp.get("imagePullSecrets")):
         if set(secret) - {"name"}:
@@ -886,10 +883,7 @@ def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[Fi
                     for m in name_is_dns_subdomain(priority_class))
     if sp.get("preemptionPolicy") is not None:
         policy = as_str(sp["preemptionPolicy"])
-        if not policy:
-            errs.append(field.required(child(path, "preemptionPolicy")))
-        elif policy not in PREEMPTION_POLICIES:
-            errs.append(field.not_supported(child(path, "preemptionPolicy"), policy, PREEMPTION_POLICIES))
+        errs.extend(required_enum(policy, child(path, "preemptionPolicy"), PREEMPTION_POLICIES))
     return errs
 
 

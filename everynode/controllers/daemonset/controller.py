@@ -515,6 +515,22 @@ class DaemonSetController:
         for ds in daemonsets:
             self.enqueue(ds)
 
+    def _enqueue_owners(self, old: Obj, cur: Obj) -> tuple[Obj | None, Obj | None, bool]:
+        """The shared part of upstream's pod and revision update handlers: if the controller
+        reference changed, the old owner is synced too; the current owner (if alive) is enqueued.
+        Returns (current controller ref, current owner or None, whether the ref changed)."""
+        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
+        ref_changed = cur_ref != old_ref
+        namespace = cur["metadata"].get("namespace") or ""
+        if ref_changed and old_ref is not None:
+            previous = self._resolve(namespace, old_ref)
+            if previous is not None:
+                self.enqueue(previous)
+        ds = self._resolve(namespace, cur_ref) if cur_ref is not None else None
+        if ds is not None:
+            self.enqueue(ds)
+        return cur_ref, ds, ref_changed
+
     def _update_pod(self, old: Obj, cur: Obj) -> None:
         if old["metadata"].get("resourceVersion") == cur["metadata"].get("resourceVersion"):
             return  # periodic resync
@@ -523,18 +539,10 @@ class DaemonSetController:
             # Graceful deletion started: count it as observed and let manage react now.
             self._pod_gone(cur)
             return
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        namespace = cur["metadata"].get("namespace") or ""
-        if ref_changed and old_ref is not None:
-            ds = self._resolve(namespace, old_ref)
-            if ds is not None:
-                self.enqueue(ds)
+        cur_ref, ds, ref_changed = self._enqueue_owners(old, cur)
         if cur_ref is not None:
-            ds = self._resolve(namespace, cur_ref)
             if ds is None:
                 return
-            self.enqueue(ds)
             min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 # One more second against millisecond skew in AddAfter.
@@ -624,17 +632,8 @@ class DaemonSetController:
     def _update_revision(self, old: Obj, cur: Obj) -> None:
         if old["metadata"].get("resourceVersion") == cur["metadata"].get("resourceVersion"):
             return
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        namespace = cur["metadata"].get("namespace") or ""
-        if ref_changed and old_ref is not None:
-            ds = self._resolve(namespace, old_ref)
-            if ds is not None:
-                self.enqueue(ds)
+        cur_ref, _ds, ref_changed = self._enqueue_owners(old, cur)
         if cur_ref is not None:
-            ds = self._resolve(namespace, cur_ref)
-            if ds is not None:
-                self.enqueue(ds)
             return
         if ref_changed or (old["metadata"].get("labels") or {}) != (cur["metadata"].get("labels") or {}):
             for ds in self._matching_daemonsets(cur):
