@@ -139,8 +139,8 @@ class PodGC:
     async def _gc_terminating_out_of_service(self) -> None:
         for node in self._nodes.list():
             taints = (node.get("spec") or {}).get("taints") or ()
-            if _node_ready(node) or not any(t.get("key") == OUT_OF_SERVICE for t in taints):
-                continue
+            if not any(t.get("key") == OUT_OF_SERVICE for t in taints) or _node_ready(node):
+                continue  # the taint test first: almost no node has it, and it is the cheaper one
             for pod in self._pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
                 if pod["metadata"].get("deletionTimestamp"):
                     await self._fail_and_delete(pod)

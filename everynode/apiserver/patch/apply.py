@@ -470,10 +470,15 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         tree = entry.get("fieldsV1") or {}
         if _identity(entry) == me:
             found = True
+            stamp = time if changed else entry.get("time", time)
+            if all(_tree_has(tree, p) for p in changed) and not any(_tree_has(tree, p) for p in removed):
+                # The common write: a manager changing values of fields it already owns (a
+                # lease renewal, a status heartbeat): the field set is the same, only the time moves.
+                rendered.append({**entry, "time": stamp})
+                continue
             paths = (parse_fields_v1(tree) - removed) | changed
             if paths:
-                rendered.append(_make_entry(me[0], operation, api_version, time if changed else entry.get("time", time),
-                                            paths, subresource))
+                rendered.append(_make_entry(me[0], operation, api_version, stamp, paths, subresource))
         elif old and any(_tree_has(tree, p) for p in touched):
             paths = parse_fields_v1(tree) - touched
             if paths:
