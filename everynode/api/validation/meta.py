@@ -231,10 +231,14 @@ def validate_object_meta_update(new_meta: Any, old_meta: Any, path: str = "metad
         if name in ("name", "namespace", "uid"):
             new_value, old_value = as_str(new_value), as_str(old_value)
         errs.extend(validate_immutable(new_value, old_value, child(path, name)))
-    errs.extend(validate_labels(new.get("labels"), child(path, "labels")))
-    errs.extend(validate_annotations(new.get("annotations"), child(path, "annotations")))
-    errs.extend(validate_owner_references(new.get("ownerReferences"), child(path, "ownerReferences")))
-    errs.extend(validate_finalizers(new.get("finalizers"), child(path, "finalizers")))
+    # Values carried over unchanged were valid when they were stored: skip re-checking them
+    # (this runs on every heartbeat and status write; the result is the same either way).
+    for name, check in (("labels", validate_labels), ("annotations", validate_annotations),
+                        ("ownerReferences", validate_owner_references), ("finalizers", validate_finalizers)):
+        value = new.get(name)
+        if value is not None and value is old.get(name):
+            continue
+        errs.extend(check(value, child(path, name)))
     return errs
 
 
