@@ -420,3 +420,43 @@ async def test_incremental_status_equals_full_recount_under_random_changes(env, 
         elif action == "image":
             await env.set_image(f"nginx:{step}")
         await env.settle()
+
+
+async def test_rollback_without_unnecessary_restarts(env):
+    """Upstream e2e "should rollback without unnecessary restarts": a rollout to a bad image stalls
+    after one node (its new pod never becomes Ready); rolling back replaces that pod only — the
+    pods still on the original template keep running (same uid, never deleted)."""
+    for i in range(4):
+        await env.node(f"n{i}")
+    await env.daemonset(image="nginx:1")
+    await env.settle()
+    await env.kubelet()
+    await env.settle()
+    original = {pinned_node(p): p["metadata"]["uid"] for p in await env.pods()}
+    assert len(original) == 4
+
+    await env.set_image("nginx:bad")
+    bad_nodes: set[str] = set()
+    for _ in range(10):  # let the rollout go as far as it can
+        await env.settle()
+        bad_nodes |= {pinned_node(p) for p in await env.pods()
+                      if p["spec"]["containers"][0]["image"] == "nginx:bad"}
+        await env.kubelet(unready_nodes=bad_nodes)
+    assert len(bad_nodes) == 1, "maxUnavailable 1: the rollout stops at the first unready new pod"
+    (bad_node,) = bad_nodes
+
+    revisions = sorted(await env.revisions(), key=lambda r: r["revision"])
+    await env.client.patch(DS, "ds", revisions[0]["data"], namespace=NS, patch_type="strategic")  # rollout undo
+    for _ in range(10):
+        await env.settle()
+        await env.kubelet()
+    await env.settle()
+    pods = await env.pods()
+    assert sorted(pinned_node(p) for p in pods) == [f"n{i}" for i in range(4)]
+    assert all(p["spec"]["containers"][0]["image"] == "nginx:1" for p in pods)
+    for p in pods:
+        node = pinned_node(p)
+        if node != bad_node:
+            assert p["metadata"]["uid"] == original[node], f"the pod on {node} was restarted needlessly"
+    deleted = await env.events("SuccessfulDelete")
+    assert len(deleted) == 2  # the first old pod (rollout) and the bad pod (rollback): nothing else
