@@ -87,13 +87,22 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def kubectl(apiserver: ServerThread, tmp_path: Path) -> Kubectl:
-    """``kubectl(*args, version="1.33", input=None, check=True)`` → CompletedProcess (text)."""
+def kubectl_version(request: pytest.FixtureRequest) -> str:
+    """The kubectl a test drives by default; parametrize it (indirect) to run a test on several."""
+    return getattr(request, "param", "1.33")
 
-    def run(*args: str, version: str = "1.33", input: str | None = None, check: bool = True,
+
+@pytest.fixture
+def kubectl(apiserver: ServerThread, tmp_path: Path, kubectl_version: str) -> Kubectl:
+    """``kubectl(*args, version=<kubectl_version>, input=None, check=True)`` → CompletedProcess (text)."""
+
+    def run(*args: str, version: str | None = None, input: str | None = None, check: bool = True,
             timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        version = version or kubectl_version
         binary = kubectl_path(version)
         if not binary.exists():
+            if os.environ.get("CI"):  # the machine image has every version: never skip in CI
+                pytest.fail(f"{binary} not installed")
             pytest.skip(f"{binary} not installed")
         cache = tmp_path / f"kubectl-cache-{version}"
         cmd = [str(binary), "--kubeconfig", str(apiserver.kubeconfig), "--cache-dir", str(cache), *args]

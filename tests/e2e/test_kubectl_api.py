@@ -150,6 +150,7 @@ def test_apply_server_side(kubectl: Kubectl, namespace: str, version: str):
     assert image.endswith(":v1.9.0")
 
 
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_apply_strict_validation_rejects_unknown_fields(kubectl: Kubectl, namespace: str):
     manifest = yaml.safe_load(daemonset_yaml("strict", namespace))
     manifest["spec"]["replicas"] = 2
@@ -161,6 +162,7 @@ def test_apply_strict_validation_rejects_unknown_fields(kubectl: Kubectl, namesp
 # -- get -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_get_output_formats(kubectl: Kubectl, namespace: str):
     kubectl("apply", "-f", "-", input=daemonset_yaml("web", namespace))
     table = kubectl("get", "ds", "-n", namespace).stdout.splitlines()
@@ -233,12 +235,15 @@ def test_get_watch(apiserver: ServerThread, kubectl: Kubectl, namespace: str, tm
 # -- metadata and node commands --------------------------------------------------------------------
 
 
-def test_label_annotate_taint_cordon(kubectl: Kubectl):
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
+def test_label_annotate_taint_cordon(kubectl: Kubectl, kubectl_version: str):
     node = unique("node")
     assert kubectl("apply", "-f", "-", input=node_yaml(node)).stdout.strip() == f"node/{node} created"
     assert kubectl("label", "node", node, "disk=ssd").stdout.strip() == f"node/{node} labeled"
     assert kubectl("label", "node", node, "disk-").stdout.strip() == f"node/{node} unlabeled"
-    assert kubectl("annotate", "node", node, "note=hi").stdout.strip() == f"node/{node} annotated"
+    # kubectl 1.27's own printer says "annotate" (client-side text; 1.33 says "annotated").
+    verb = "annotate" if kubectl_version == "1.27" else "annotated"
+    assert kubectl("annotate", "node", node, "note=hi").stdout.strip() == f"node/{node} {verb}"
     assert kubectl("taint", "node", node, "dedicated=infra:NoSchedule").stdout.strip() == f"node/{node} tainted"
     assert kubectl("cordon", node).stdout.strip() == f"node/{node} cordoned"
     row = kubectl("get", "node", node).stdout.splitlines()[1].split()
@@ -256,6 +261,7 @@ def test_label_annotate_taint_cordon(kubectl: Kubectl):
     ("merge", '{"metadata":{"labels":{"via":"merge"}}}'),
     ("json", '[{"op":"add","path":"/metadata/labels/via","value":"json"}]'),
 ])
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_patch_types(kubectl: Kubectl, namespace: str, patch_type: str, patch: str):
     kubectl("apply", "-f", "-", input=daemonset_yaml("patched", namespace))
     out = kubectl("patch", "ds", "patched", "-n", namespace, "--type", patch_type, "-p", patch).stdout
@@ -264,6 +270,7 @@ def test_patch_types(kubectl: Kubectl, namespace: str, patch_type: str, patch: s
     assert label == {"strategic": "smp", "merge": "merge", "json": "json"}[patch_type]
 
 
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_replace_and_stale_conflict(kubectl: Kubectl, namespace: str):
     kubectl("apply", "-f", "-", input=daemonset_yaml("rep", namespace))
     current = json.loads(kubectl("get", "ds", "rep", "-n", namespace, "-o", "json").stdout)
@@ -276,6 +283,7 @@ def test_replace_and_stale_conflict(kubectl: Kubectl, namespace: str):
             'daemonsets.apps "rep": the object has been modified') in stale.stderr
 
 
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_delete_and_cascade_orphan(kubectl: Kubectl, namespace: str):
     kubectl("apply", "-f", "-", input=daemonset_yaml("gone", namespace))
     assert kubectl("delete", "ds", "gone", "-n", namespace).stdout.strip() == 'daemonset.apps "gone" deleted'
@@ -289,6 +297,7 @@ def test_delete_and_cascade_orphan(kubectl: Kubectl, namespace: str):
     assert obj["metadata"]["finalizers"] == ["orphan"] and obj["metadata"]["deletionTimestamp"]
 
 
+@pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)
 def test_describe(kubectl: Kubectl, namespace: str):
     kubectl("apply", "-f", "-", input=daemonset_yaml("described", namespace))
     ds = kubectl("describe", "ds", "described", "-n", namespace).stdout
