@@ -28,6 +28,17 @@ Obj = dict[str, Any]
 CreateFn = Callable[[Obj], list[FieldError]]
 UpdateFn = Callable[[Obj, Obj], list[FieldError]]
 
+def _revalidated(create: CreateFn) -> UpdateFn:
+    """The update rule of kinds with no update-specific checks: ``ValidateObjectMetaUpdate``
+    plus every create rule on the new object (upstream's ``ValidateXUpdate`` for events,
+    endpoints, leases, service accounts)."""
+
+    def update(new: Obj, old: Obj) -> list[FieldError]:
+        return validate_object_meta_update(new.get("metadata"), old.get("metadata")) + create(new)
+
+    return update
+
+
 _CREATE: dict[str, CreateFn] = {
     "pods": pod.validate_pod_create,
     "daemonsets.apps": apps.validate_daemon_set_create,
@@ -55,11 +66,11 @@ _UPDATE: dict[str, UpdateFn] = {
     "services": core.validate_service_update,
     "configmaps": core.validate_config_map_update,
     "secrets": core.validate_secret_update,
-    "serviceaccounts": core.validate_service_account_update,
-    "events": core.validate_event_update,
-    "events.events.k8s.io": core.validate_events_v1_update,
-    "endpoints": core.validate_endpoints_update,
-    "leases.coordination.k8s.io": other.validate_lease_update,
+    "serviceaccounts": _revalidated(core.validate_service_account_create),
+    "events": _revalidated(core.validate_event_create),
+    "events.events.k8s.io": _revalidated(core.validate_events_v1_create),
+    "endpoints": _revalidated(core.validate_endpoints_create),
+    "leases.coordination.k8s.io": _revalidated(other.validate_lease_create),
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_update,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
 }

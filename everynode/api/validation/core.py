@@ -439,11 +439,6 @@ def validate_service_account_create(sa: Obj) -> list[FieldError]:
     return validate_object_meta(sa.get("metadata"), namespaced=True, name_fn=name_is_dns_subdomain)
 
 
-def validate_service_account_update(new: Obj, old: Obj) -> list[FieldError]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_service_account_create(new))
-    return errs
-
 
 # --- Events -------------------------------------------------------------------------------------
 
@@ -490,11 +485,6 @@ def validate_event_create(event: Obj) -> list[FieldError]:
     return errs
 
 
-def validate_event_update(new: Obj, old: Obj) -> list[FieldError]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_event_create(new))
-    return errs
-
 
 def validate_events_v1_create(event: Obj) -> list[FieldError]:
     """events.k8s.io/v1 Events: eventTime, type and the reporting fields are mandatory."""
@@ -511,11 +501,6 @@ def validate_events_v1_create(event: Obj) -> list[FieldError]:
     errs.extend(_event_reporting_fields(event, message_field="note"))
     return errs
 
-
-def validate_events_v1_update(new: Obj, old: Obj) -> list[FieldError]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_events_v1_create(new))
-    return errs
 
 
 # --- Endpoints ----------------------------------------------------------------------------------
@@ -555,9 +540,4 @@ def validate_endpoints_create(ep: Obj) -> list[FieldError]:
                 errs.append(field.not_supported(child(port_path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
     return errs
 
-
-def validate_endpoints_update(new: Obj, old: Obj) -> list[FieldError]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_endpoints_create(new))
-    return errs
 

@@ -54,11 +54,6 @@ def validate_lease_create(lease: Obj) -> list[FieldError]:
     return errs
 
 
-def validate_lease_update(new: Obj, old: Obj) -> list[FieldError]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_lease_create(new))
-    return errs
-
 
 # --- PriorityClass ------------------------------------------------------------------------------
 
