@@ -126,8 +126,12 @@ def field_set(obj: dict[str, Any], *, api_version: str, kind: str, subresource: 
     node = schema.kind_node(api_version, kind)
     out: set[Path] = set()
     _collect(obj, node, (), out)
-    skip = _untracked_top(api_version, kind, subresource)
-    return {p for p in out if p not in _STRIPPED and (not p or p[0] not in skip)}
+    return _tracked(out, _untracked_top(api_version, kind, subresource))
+
+
+def _tracked(paths: set[Path], skip: frozenset[str]) -> set[Path]:
+    """Paths without system fields and without the untracked top-level half (spec/status)."""
+    return {p for p in paths if p not in _STRIPPED and (not p or p[0] not in skip)}
 
 
 def _untracked_top(api_version: str, kind: str, subresource: str | None) -> frozenset[str]:
@@ -448,8 +452,8 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         _diff(old, new, node, (), changed, removed)
     else:
         _collect(new, node, (), changed)
-    changed = {p for p in changed if p not in _STRIPPED and (not p or p[0] not in skip)}
-    removed = {p for p in removed if p not in _STRIPPED and (not p or p[0] not in skip)}
+    changed = _tracked(changed, skip)
+    removed = _tracked(removed, skip)
     result = dict(new)
     md = dict(result.get("metadata") or {})
     result["metadata"] = md
