@@ -355,7 +355,7 @@ def test_drain(kubectl: Kubectl, namespace: str, version: str):
 
 
 def test_official_python_client(apiserver: ServerThread):
-    kubernetes = pytest.importorskip("kubernetes")
+    import kubernetes
     from kubernetes import client, config, watch
 
     api_client = config.new_client_from_config(config_file=str(apiserver.kubeconfig))

@@ -73,8 +73,7 @@ def images(cluster: Any) -> list[str]:
 
 @pytest.mark.parametrize("version", ["1.33", "1.27"])
 def test_rollout_status_history_undo(version, tmp_path):
-    if not Path(KUBECTL.format(version=version)).exists():
-        pytest.skip(f"kubectl {version} not installed")
+    assert Path(KUBECTL.format(version=version)).exists(), "kubectl comes with the machine image"
     with everynode.Cluster(nodes=2, control_planes=1, pod_startup=1.0, port=0) as cluster:
         kubectl = Kubectl(version, cluster.kubeconfig, tmp_path / "cache")
 

@@ -40,7 +40,7 @@ KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 WAIT = 45.0  # deadline for convergence on a loaded 2-core machine; never asserted on
 NS = "default"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason=f"{KUBECTL} not installed")
+pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
 

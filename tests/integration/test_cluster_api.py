@@ -17,7 +17,6 @@ plugin as a user meets it.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any
 
@@ -232,7 +231,6 @@ def test_my_daemonset_converges(everynode_cluster, tmp_path):
 '''
 
 
-@pytest.mark.skipif(not os.path.exists(KUBECTL), reason=f"{KUBECTL} not installed")
 def test_pytest_plugin_fixture_in_a_users_test_run(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", daemonset=USER_MANIFEST)
     pytester.makepyfile(test_user=USER_TEST.format(kubectl=KUBECTL))
