@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from everynode.controllers.daemonset.update import UpdateError
 from tests.support.ds_cluster import KEY, NS, Env, cond, counters, pinned_node
 
 DS = "daemonsets.apps"
@@ -373,21 +374,27 @@ async def test_stuck_rollout_condition(env):
     assert "0 of 1 available" in progressing["message"]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_incremental_status_equals_full_recount_under_random_changes(env, seed):
+ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+SURGING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 2}}
+
+
+@pytest.mark.parametrize("seed,strategy", [(1, None), (2, None), (3, None), (4, ROLLING), (5, ROLLING),
+                                           (6, SURGING), (7, SURGING), (8, SURGING)])
+async def test_incremental_status_equals_full_recount_under_random_changes(env, seed, strategy):
     """Property: after any sequence of node and pod changes, the incrementally maintained
-    counters equal upstream's full recount (checked by ``settle`` after every step)."""
+    counters equal upstream's full recount, and the incrementally kept rolling-update plan equals
+    the planner run over every node (both checked by ``settle`` after every step)."""
     import random
 
     rng = random.Random(seed)
     for i in range(6):
         await env.node(f"n{i}", labels={"role": rng.choice(["a", "b"])})
-    await env.daemonset(node_selector={"role": "a"}, min_ready=5)
+    await env.daemonset(node_selector={"role": "a"}, min_ready=5, strategy=strategy)
     await env.settle()
     names = [f"n{i}" for i in range(6)]
-    for step in range(25):
+    for step in range(40):
         action = rng.choice(["relabel", "taint", "untaint", "run", "fail", "delete_pod", "finish", "tick",
-                             "add_node", "delete_node", "image"])
+                             "add_node", "delete_node", "image", "gc"])
         if action == "relabel" and names:
             await env.patch_node(rng.choice(names), {"metadata": {"labels": {"role": rng.choice(["a", "b"])}}})
         elif action == "taint" and names:
@@ -409,14 +416,22 @@ async def test_incremental_status_equals_full_recount_under_random_changes(env, 
             await env.finish_deletions()
         elif action == "tick":
             env.clock.advance(rng.choice([1, 3, 6]))
-            await env.ctrl.sync(KEY)
+            try:
+                await env.ctrl.sync(KEY)
+            except UpdateError as e:
+                assert strategy is SURGING and "not found" in str(e)
         elif action == "add_node":
             name = f"x{step}"
             await env.node(name, labels={"role": "a"})
             names.append(name)
         elif action == "delete_node" and names:
             await env.client.delete("nodes", names.pop(rng.randrange(len(names))))
-            await env.ctrl.sync(KEY)
+            try:
+                await env.ctrl.sync(KEY)
+            except UpdateError as e:  # surge planner with an old pod on a deleted node, as upstream
+                assert strategy is SURGING and "not found" in str(e)
+        elif action == "gc":
+            await env.collect_pods_on_missing_nodes()
         elif action == "image":
             await env.set_image(f"nginx:{step}")
         await env.settle()

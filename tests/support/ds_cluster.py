@@ -204,6 +204,8 @@ class Env:
         await self.ctrl.wait_idle()
         if self.ctrl.state(key) is not None:
             assert self.ctrl.incremental_counts(key) == self.ctrl.full_recount(key)
+            incremental_plan, plan_from_scratch = self.ctrl.plans(key)
+            assert incremental_plan == plan_from_scratch
         return (await self.get_ds(key.split("/")[1]))["status"]
 
     async def settle_retries(self, key: str = KEY, *, timeout: float = 20.0) -> None:

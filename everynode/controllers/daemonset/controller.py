@@ -38,10 +38,12 @@ DaemonSet, the *results* of those scans and updates them from the events that ch
   not yet available (they change with time alone: re-checked once their availability time has
   passed).  The sums are upstream's counters; :meth:`DaemonSetController.full_recount` recomputes
   them the upstream way from the caches and the tests assert the two are equal.
-* **Rolling update** runs upstream's planner over all nodes, but only when the DaemonSet has at
-  least one old (not updated, not terminating) pod: with none, both planners provably do nothing
-  (every delete/create they issue concerns a node with an old pod).  During a rollout a sync is
-  therefore O(nodes), as upstream; in steady state it is skipped.
+* **Rolling update index** ``state.rollout`` (:class:`~.update.RolloutIndex`): each node's
+  contribution to upstream's planner (counts against the budgets, old pods to replace, candidates
+  in node order), re-classified with the status contributions for dirty nodes and for nodes
+  whose availability changes with time (``minReadySeconds``).  A rollout step therefore costs
+  O(changed nodes), not O(nodes); the planner is only consulted when the DaemonSet has at least
+  one old (not updated, not terminating) pod — with none, both planners provably do nothing.
 * **Claiming** looks only at pods that changed since the last sync (adoption of new orphans,
   release of owned pods whose labels changed); the selector is immutable in apps/v1, so nothing
   else can change what is claimed.  Adoptions and releases update the index at once from the
@@ -105,7 +107,13 @@ from everynode.controllers.daemonset.status import (
     rollout_conditions,
     store_status,
 )
-from everynode.controllers.daemonset.update import plan_rolling_update
+from everynode.controllers.daemonset.update import (
+    RollingUpdatePlan,
+    RolloutIndex,
+    UpdateError,
+    classify_node,
+    plan_rolling_update,
+)
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +232,8 @@ class DaemonSetState:
     pending_available: dict[str, float] = field(default_factory=dict)
     old_by_node: dict[str, int] = field(default_factory=dict)
     old_total: int = 0
+    rollout: RolloutIndex = field(default_factory=RolloutIndex)
+    rollout_pending: dict[str, float] = field(default_factory=dict)
     hash: str | None = None
     last_full: float = 0.0
     full_passes: int = 0
@@ -705,9 +715,10 @@ class DaemonSetController:
             state.manage_dirty |= everything
         todo = state.derived_dirty
         state.derived_dirty = set()
-        for node, at in state.pending_available.items():
-            if at < now:
-                todo.add(node)
+        for pending in (state.pending_available, state.rollout_pending):
+            for node, at in pending.items():
+                if at < now:
+                    todo.add(node)
         for node in todo:
             pods = self._node_pods(state, node)
             elig = state.eligibility.get(node)
@@ -736,6 +747,13 @@ class DaemonSetController:
             else:
                 state.old_by_node.pop(node, None)
             state.old_total += old - prev_old
+            rollout = classify_node(pods, should_run=None if elig is None else elig[0], hash_=hash_,
+                                    generation=generation, min_ready=min_ready, now=now)
+            state.rollout.set(node, rollout)
+            if rollout.changes_at is not None:
+                state.rollout_pending[node] = rollout.changes_at
+            else:
+                state.rollout_pending.pop(node, None)
 
     # ------------------------------------------------------------------------------------------
     # the sync
@@ -875,17 +893,21 @@ class DaemonSetController:
         self._refresh(state, ds, hash_, now)
         if state.old_total <= 0:
             return  # no old pod anywhere: both planners would do nothing
+        plan = state.rollout.plan(ds) if self.incremental else self._plan_from_scratch(ds, state, hash_, now)
+        for node in plan.nodes_to_create:
+            state.attention.add(node)
+        if not plan.empty:
+            await self._sync_nodes(ds, state.key, plan.pods_to_delete, plan.nodes_to_create, hash_)
+
+    def _plan_from_scratch(self, ds: Obj, state: DaemonSetState, hash_: str, now: float) -> RollingUpdatePlan:
+        """Upstream's planner over every node (the reference for the incremental index)."""
         node_to_pods = {}
         for node in self.pod_index.nodes(state.uid):
             pods = self._node_pods(state, node)
             if pods:
                 node_to_pods[node] = pods
-        plan = plan_rolling_update(ds, hash_=hash_, node_eligibility=_Eligible(state.eligibility),
+        return plan_rolling_update(ds, hash_=hash_, node_eligibility=_Eligible(state.eligibility),
                                    node_to_pods=node_to_pods, now=now)
-        for node in plan.nodes_to_create:
-            state.attention.add(node)
-        if not plan.empty:
-            await self._sync_nodes(ds, state.key, plan.pods_to_delete, plan.nodes_to_create, hash_)
 
     async def _cleanup_history(self, ds: Obj, state: DaemonSetState, old: list[Obj]) -> None:
         limit = revision_history_limit(ds)
@@ -1045,6 +1067,23 @@ class DaemonSetController:
             raise KeyError(key)
         self._refresh(state, ds, state.hash, self.clock.now())
         return state.counts.copy()
+
+    def plans(self, key: str) -> tuple[RollingUpdatePlan | str, RollingUpdatePlan | str]:
+        """(incremental plan, plan from scratch) for the DaemonSet's current state, an
+        :class:`UpdateError` rendered as its message (no API calls)."""
+        ds = self.ds_informer.get(key)
+        state = self._states.get(key)
+        if ds is None or state is None or state.hash is None:
+            raise KeyError(key)
+        now = self.clock.now()
+        self._refresh(state, ds, state.hash, now)
+        results: list[RollingUpdatePlan | str] = []
+        for compute in (lambda: state.rollout.plan(ds), lambda: self._plan_from_scratch(ds, state, state.hash, now)):
+            try:
+                results.append(compute())
+            except UpdateError as e:
+                results.append(str(e))
+        return results[0], results[1]
 
     def state(self, key: str) -> DaemonSetState | None:
         return self._states.get(key)

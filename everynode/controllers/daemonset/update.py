@@ -18,11 +18,13 @@ creates on nodes without pods nor prunes duplicates — that is ``manage``'s job
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.controllers.daemonset.eligibility import (
+    available_at,
     is_pod_available,
     is_pod_updated,
     template_generation,
@@ -72,115 +74,226 @@ def _pod_name(pod: Obj) -> str:
     return pod["metadata"]["name"]
 
 
+# ---------------------------------------------------------------------------------------------
+# One node's part in the plan
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class NodeRollout:
+    """What one node contributes to either planner.
+
+    Upstream's loops fold every node into a few counters and lists; the only order-dependent
+    step is a shortcut (``numUnavailable >= maxUnavailable`` / ``numSurge >= maxSurge``: stop
+    collecting candidates), and it never changes the result — once the counter reaches the
+    budget, the remaining budget is zero whatever was collected.  So a node's contribution can
+    be computed on its own, and the plan is a fold over the contributions.
+    """
+
+    should_run: bool = False
+    # maxSurge == 0
+    unavailable: bool = False            # counts against maxUnavailable
+    replace: str | None = None           # old pod, not available: deleted regardless of the budget
+    candidate: str | None = None         # old pod, available: deleted within the budget
+    # maxSurge > 0
+    surging: bool = False                # counts against maxSurge
+    available: bool = False              # counts toward numAvailable
+    delete_old: str | None = None        # old pod to delete now (new one available / node dropped)
+    delete_if_surplus: str | None = None  # old available pod on a node that should not run it
+    create_now: bool = False             # old pod not available: new pod regardless of the budget
+    create_candidate: bool = False       # old pod available: new pod within the surge budget
+    missing: bool = False                # the surge planner needs shouldRun of a deleted node
+    # when time alone (minReadySeconds) changes this record
+    changes_at: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == _NOTHING
+
+
+_NOTHING = NodeRollout()
+
+
+def classify_node(pods: Sequence[Obj], *, should_run: bool | None, hash_: str, generation: int | None,
+                  min_ready: int, now: float) -> NodeRollout:
+    """One node's contribution to both planners; ``should_run`` is None for a deleted node.
+
+    ``pods`` are the node's claimed pods (terminal pods with a deletionTimestamp excluded).
+    A node takes part when it should run the daemon or has pods, as in upstream's loops."""
+    if not pods and not should_run:
+        return _NOTHING
+    new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
+    if not ok:
+        return NodeRollout(should_run=bool(should_run), unavailable=True, surging=True)
+    new_ok = new_pod is not None and is_pod_available(new_pod, min_ready, now)
+    old_ok = old_pod is not None and is_pod_available(old_pod, min_ready, now)
+    changes_at = None
+    if min_ready:
+        pending = [at for p, ok_ in ((new_pod, new_ok), (old_pod, old_ok))
+                   if p is not None and not ok_ and (at := available_at(p, min_ready)) is not None]
+        changes_at = min(pending) if pending else None
+    fields: dict[str, Any] = {"should_run": bool(should_run), "changes_at": changes_at}
+    # maxSurge == 0
+    if (old_pod is None) == (new_pod is None):
+        fields["unavailable"] = True  # nothing there, or both: manage creates / deletes
+    elif new_pod is not None:
+        fields["unavailable"] = not new_ok
+    elif not old_ok:
+        fields["unavailable"] = True
+        fields["replace"] = _pod_name(old_pod)  # type: ignore[arg-type]
+    else:
+        fields["candidate"] = _pod_name(old_pod)  # type: ignore[arg-type]
+    # maxSurge > 0
+    fields["available"] = old_ok if old_pod is not None else new_ok
+    if old_pod is not None:
+        if new_pod is None:
+            if should_run is None:
+                fields["missing"] = True
+            elif not old_ok:
+                if should_run:
+                    fields["create_now"] = True
+                else:
+                    fields["delete_old"] = _pod_name(old_pod)
+            elif should_run:
+                fields["create_candidate"] = True
+            else:
+                fields["delete_if_surplus"] = _pod_name(old_pod)
+        elif new_ok:
+            fields["delete_old"] = _pod_name(old_pod)
+        else:
+            fields["surging"] = True  # waiting for the new pod
+    return NodeRollout(**fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fold, kept incrementally
+# ---------------------------------------------------------------------------------------------
+
+class _SortedNames:
+    """Node names in sorted order with a value each: O(log n) lookup, C-speed insert/remove,
+    first-k in order — enough for "the first k candidates in node order"."""
+
+    __slots__ = ("_keys", "_values")
+
+    def __init__(self) -> None:
+        self._keys: list[str] = []
+        self._values: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def put(self, key: str, value: Any) -> None:
+        if key not in self._values:
+            insort(self._keys, key)
+        self._values[key] = value
+
+    def discard(self, key: str) -> None:
+        if self._values.pop(key, _ABSENT) is not _ABSENT:
+            del self._keys[bisect_left(self._keys, key)]
+
+    def first(self, k: int) -> list[Any]:
+        return [self._values[key] for key in self._keys[:max(0, k)]]
+
+    def all(self) -> list[Any]:
+        return self.first(len(self._keys))
+
+    def min_key(self) -> str | None:
+        return self._keys[0] if self._keys else None
+
+
+_ABSENT = object()
+
+
+class RolloutIndex:
+    """The planners' counters and lists over all nodes, updated one node at a time.
+
+    ``plan_rolling_update`` builds one from scratch (upstream's full walk); the controller keeps
+    one per DaemonSet and re-classifies only nodes whose pods, eligibility or time-dependent
+    availability changed, so a rollout step costs O(changed nodes) instead of O(nodes)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, NodeRollout] = {}
+        self.desired = 0
+        self.unavailable = 0
+        self.surging = 0
+        self.available = 0
+        self._lists = {name: _SortedNames() for name in _LISTED}
+        self._missing = _SortedNames()
+
+    def set(self, node: str, record: NodeRollout) -> None:
+        previous = self.records.get(node)
+        if previous == record:
+            return
+        if previous is not None:
+            self._account(node, previous, -1)
+        if record.empty:
+            self.records.pop(node, None)
+        else:
+            self.records[node] = record
+            self._account(node, record, 1)
+
+    def remove(self, node: str) -> None:
+        self.set(node, _NOTHING)
+
+    def _account(self, node: str, r: NodeRollout, sign: int) -> None:
+        self.desired += sign * r.should_run
+        self.unavailable += sign * r.unavailable
+        self.surging += sign * r.surging
+        self.available += sign * r.available
+        for name in _LISTED:
+            value = getattr(r, name)
+            if value:
+                if sign > 0:
+                    self._lists[name].put(node, value if isinstance(value, str) else node)
+                else:
+                    self._lists[name].discard(node)
+        if r.missing:
+            if sign > 0:
+                self._missing.put(node, node)
+            else:
+                self._missing.discard(node)
+
+    def plan(self, ds: Obj) -> RollingUpdatePlan:
+        try:
+            max_surge, max_unavailable = update_budgets(ds, self.desired)
+        except ValueError as e:
+            raise UpdateError(f"couldn't get unavailable numbers: {e}") from e
+        plan = RollingUpdatePlan(max_surge=max_surge, max_unavailable=max_unavailable, desired=self.desired)
+        lists = self._lists
+        if max_surge == 0:
+            # Unavailable old pods go regardless; available ones as far as the budget allows.
+            candidates = lists["candidate"]
+            remaining = max(0, min(max_unavailable - self.unavailable, len(candidates)))
+            plan.pods_to_delete = lists["replace"].all() + candidates.first(remaining)
+            return plan
+        missing = self._missing.min_key()
+        if missing is not None:
+            raise UpdateError(f'couldn\'t get node for nodeName "{missing}": node "{missing}" not found')
+        # Keep availability when the eligible set moves: only delete pods on nodes that no longer
+        # qualify once more pods are available than desired.
+        surplus = self.available - self.desired
+        plan.pods_to_delete = lists["delete_old"].all() + (lists["delete_if_surplus"].first(surplus)
+                                                           if surplus > 0 else [])
+        candidates = lists["create_candidate"]
+        remaining = max(0, min(max_surge - self.surging, len(candidates)))
+        plan.nodes_to_create = lists["create_now"].all() + candidates.first(remaining)
+        return plan
+
+
+_LISTED = ("replace", "candidate", "delete_old", "delete_if_surplus", "create_now", "create_candidate")
+
+
 def plan_rolling_update(ds: Obj, *, hash_: str, node_eligibility: Mapping[str, bool],
                         node_to_pods: Mapping[str, Sequence[Obj]], now: float) -> RollingUpdatePlan:
-    """Plan one rolling-update step.
+    """Plan one rolling-update step from scratch (upstream's walk over every node).
 
     ``node_eligibility`` maps every *existing* node to its ``shouldRun``; ``node_to_pods`` groups
     the DaemonSet's pods (terminal pods with a deletionTimestamp already excluded) by target node,
     and may name nodes that no longer exist.
     """
-    desired = 0
-    entries: dict[str, Sequence[Obj]] = dict(node_to_pods)
-    for name, should_run in node_eligibility.items():
-        if should_run:
-            desired += 1
-            if name not in entries:
-                entries[name] = ()
-    try:
-        max_surge, max_unavailable = update_budgets(ds, desired)
-    except ValueError as e:
-        raise UpdateError(f"couldn't get unavailable numbers: {e}") from e
     generation = template_generation(ds)
     min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-    plan = RollingUpdatePlan(max_surge=max_surge, max_unavailable=max_unavailable, desired=desired)
-    order = sorted(entries)
-    if max_surge == 0:
-        _plan_without_surge(plan, order, entries, hash_, generation, min_ready, now)
-    else:
-        _plan_with_surge(plan, order, entries, node_eligibility, hash_, generation, min_ready, now)
-    return plan
-
-
-def _plan_without_surge(plan: RollingUpdatePlan, order: list[str], entries: Mapping[str, Sequence[Obj]],
-                        hash_: str, generation: int | None, min_ready: int, now: float) -> None:
-    """maxSurge == 0: delete unavailable old pods, plus available old ones within the budget."""
-    num_unavailable = 0
-    allowed: list[str] = []
-    candidates: list[str] = []
-    for name in order:
-        new_pod, old_pod, ok = find_updated_pods_on_node(entries[name], hash_, generation)
-        if not ok:
-            num_unavailable += 1  # manage prunes the duplicates; counts as unavailable
-            continue
-        if (old_pod is None) == (new_pod is None):
-            num_unavailable += 1  # nothing there, or both: manage creates / deletes
-        elif new_pod is not None:
-            if not is_pod_available(new_pod, min_ready, now):
-                num_unavailable += 1
-        elif not is_pod_available(old_pod, min_ready, now):
-            allowed.append(_pod_name(old_pod))  # replaced regardless of the budget
-            num_unavailable += 1
-        elif num_unavailable >= plan.max_unavailable:
-            continue
-        else:
-            candidates.append(_pod_name(old_pod))
-    remaining = max(0, min(plan.max_unavailable - num_unavailable, len(candidates)))
-    plan.pods_to_delete = allowed + candidates[:remaining]
-
-
-def _plan_with_surge(plan: RollingUpdatePlan, order: list[str], entries: Mapping[str, Sequence[Obj]],
-                     node_eligibility: Mapping[str, bool], hash_: str, generation: int | None,
-                     min_ready: int, now: float) -> None:
-    """maxSurge > 0: create new pods next to old ones within the surge budget, then delete old."""
-    old_to_delete: list[str] = []
-    should_not_run_to_delete: list[str] = []
-    candidate_nodes: list[str] = []
-    allowed_nodes: list[str] = []
-    num_surge = 0
-    num_available = 0
-
-    def should_run(name: str) -> bool:
-        eligible = node_eligibility.get(name)
-        if eligible is None:
-            raise UpdateError(f'couldn\'t get node for nodeName "{name}": node "{name}" not found')
-        return eligible
-
-    for name in order:
-        new_pod, old_pod, ok = find_updated_pods_on_node(entries[name], hash_, generation)
-        if not ok:
-            num_surge += 1
-            continue
-        if old_pod is not None:
-            if is_pod_available(old_pod, min_ready, now):
-                num_available += 1
-        elif new_pod is not None and is_pod_available(new_pod, min_ready, now):
-            num_available += 1
-        if old_pod is None:
-            continue  # manage creates where nothing runs
-        if new_pod is None:
-            if not is_pod_available(old_pod, min_ready, now):
-                if not should_run(name):
-                    old_to_delete.append(_pod_name(old_pod))
-                    continue
-                allowed_nodes.append(name)  # replaced regardless of the surge budget
-            else:
-                if not should_run(name):
-                    should_not_run_to_delete.append(_pod_name(old_pod))
-                    continue
-                if num_surge >= plan.max_surge:
-                    continue
-                candidate_nodes.append(name)
-        else:
-            if not is_pod_available(new_pod, min_ready, now):
-                num_surge += 1  # waiting for the new pod
-                continue
-            old_to_delete.append(_pod_name(old_pod))
-    # Keep availability when the eligible set moves: only delete pods on nodes that no longer
-    # qualify once more pods are available than desired.
-    deletable = num_available - plan.desired
-    if deletable > 0:
-        old_to_delete.extend(should_not_run_to_delete[:deletable])
-    remaining = max(0, min(plan.max_surge - num_surge, len(candidate_nodes)))
-    plan.nodes_to_create = allowed_nodes + candidate_nodes[:remaining]
-    plan.pods_to_delete = old_to_delete
+    index = RolloutIndex()
+    for name in set(node_to_pods) | set(node_eligibility):
+        index.set(name, classify_node(node_to_pods.get(name, ()), should_run=node_eligibility.get(name),
+                                      hash_=hash_, generation=generation, min_ready=min_ready, now=now))
+    return index.plan(ds)
