@@ -170,7 +170,9 @@ async def _wait_nodes_ready(plane: ControlPlane, n: int, timeout: float = 600) -
             return
         if loop.time() > deadline:
             raise TimeoutError(f"only {ready}/{n} nodes became Ready")
-        await asyncio.sleep(0.05)
+        # A LIST of every node is O(nodes): poll less often the larger the cluster, so that
+        # waiting does not itself load the cluster being measured (65,000 nodes: every 1.35 s).
+        await asyncio.sleep(0.05 + n / 50_000)
 
 
 def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: float, floor: float,
