@@ -26,6 +26,12 @@ freely.
 Why no copies on reads: the store hands out its immutable objects; ``get``/``list`` return them
 as they are, and a watch delivers the store's shared events (whose ``encoded`` cache the HTTP
 layer fills once for all watchers).
+
+Why writes compare with the stored object: most writes (lease renewals, status heartbeats)
+change a few fields of a large object.  The unknown-field check skips subtrees equal to the
+stored ones, a patch result is copied only where the pipeline may change it
+(:func:`_private_copy`), and managedFields, validation and the no-op check all start from
+equality with the stored object, so a write costs about what it changes.
 """
 
 from __future__ import annotations
@@ -187,6 +193,8 @@ class ApiService:
         self.bookmark_interval = bookmark_interval
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None
+        self._now_second: int | None = None
+        self._now_text = ""
 
     # -- start-up ---------------------------------------------------------------------------------
 
@@ -232,7 +240,13 @@ class ApiService:
             await self.start()
 
     def _now(self) -> str:
-        return self.clock.rfc3339()
+        """``clock.rfc3339()``, formatted once per second (timestamps have second precision and
+        every write stamps at least one; strftime was a visible share of a lease renewal)."""
+        second = int(self.clock.now())
+        if second != self._now_second:
+            self._now_text = format_rfc3339(second)
+            self._now_second = second
+        return self._now_text
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -361,8 +375,11 @@ class ApiService:
     # -- decoding ---------------------------------------------------------------------------------
 
     def _decode(self, rt: ResourceType, namespace: str, body: Any, opts: RequestOptions, *,
-                check_fields: bool = True) -> Obj:
-        """What the handler's decoder does: type check, kind/apiVersion, unknown fields, namespace."""
+                check_fields: bool = True, known: Obj | None = None) -> Obj:
+        """What the handler's decoder does: type check, kind/apiVersion, unknown fields, namespace.
+
+        ``known`` is the stored object an update or patch starts from: the unknown-field check
+        skips the parts of ``body`` equal to it (stored objects never hold unknown fields)."""
         if not isinstance(body, dict):
             kind = "array" if isinstance(body, list) else type(body).__name__
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -386,7 +403,7 @@ class ApiService:
                                      "json: cannot unmarshal into Go struct field "
                                      f"{rt.kind}.metadata of type v1.ObjectMeta")
         if check_fields and opts.field_validation != "Ignore":
-            unknown = unknown_fields(rt.api_version, rt.kind, body)
+            unknown = unknown_fields(rt.api_version, rt.kind, body, known=known)
             if unknown:
                 if opts.field_validation == "Strict":
                     raise errors.bad_request("strict decoding error: " +
@@ -395,7 +412,7 @@ class ApiService:
                 for path in unknown:
                     _drop_path(body, path)
         elif check_fields:
-            for path in unknown_fields(rt.api_version, rt.kind, body):
+            for path in unknown_fields(rt.api_version, rt.kind, body, known=known):
                 _drop_path(body, path)
         # Canonical order, as Go serialises the struct: kind, apiVersion, metadata, the rest.
         obj: Obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": md}
@@ -497,13 +514,13 @@ class ApiService:
         await self._ready()
         self._check_subresource(rt, subresource, "update")
         ns = namespace if rt.namespaced else ""
-        obj = self._decode(rt, ns, body, opts)
+        old = self.store.get(rt.key, ns, name)
+        obj = self._decode(rt, ns, body, opts, known=old)
         body_name = obj["metadata"].get("name") or ""
         if body_name != name:
             raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the "
                                      f"URL ({name})")
         apply_defaults(rt.key, obj)
-        old = self.store.get(rt.key, ns, name)
         if old is None:
             if subresource is not None or rt.key not in strategy.ALLOW_CREATE_ON_UPDATE:
                 raise errors.not_found(rt.plural, rt.group, name)
@@ -599,8 +616,8 @@ class ApiService:
                 patched = apply_merge_patch(old, patch)
             else:
                 patched = apply_strategic_merge_patch(old, patch, api_version=rt.api_version, kind=rt.kind)
-            patched = apimeta.deep_copy(patched)  # patch results share subtrees with the stored object
-            new = self._decode(rt, ns, patched, opts)
+            patched = _private_copy(patched, old, restored=strategy.restored_fields(rt, subresource))
+            new = self._decode(rt, ns, patched, opts, known=old)
             self._check_patched_name(new, name)
             apply_defaults(rt.key, new)
             explicit_rv = new["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion")
@@ -636,7 +653,7 @@ class ApiService:
                 raise errors.not_found(rt.plural, rt.group, name)
             merged = apply_server_side(old, applied, manager=manager, force=opts.force, now=self._now(),
                                        api_version=rt.api_version, kind=rt.kind, subresource=subresource)
-            new = self._decode(rt, ns, merged, opts)
+            new = self._decode(rt, ns, merged, opts, known=old)
             self._check_patched_name(new, name)
             apply_defaults(rt.key, new)
             if old is None:
@@ -1106,6 +1123,43 @@ async def _with_bookmarks(watch: Any, service: ApiService, rt: ResourceType,
     finally:
         if pending is not None:
             pending.cancel()
+
+
+def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...]) -> Obj:
+    """A copy of a patch result that the write pipeline may mutate, leaving out what it would
+    copy for nothing.
+
+    Patch results share the subtrees a patch left alone with the (immutable) stored object, and
+    decoding, defaults, admission and the strategy change their input in place, so the result
+    must be copied.  A full deep copy of a pod status heartbeat copied the whole spec and every
+    managedFields tree; two parts the patch left untouched (the very objects of ``old``) are
+    therefore not copied:
+
+    * top-level fields in ``restored`` (:func:`strategy.restored_fields`), which the strategy
+      resets to the stored value before anything reads them: an empty object stands in for them
+      at the same position (so the key order is unchanged), and whatever defaulting adds to it
+      is discarded with it;
+    * ``metadata.managedFields``, which no stage mutates and which the service replaces by the
+      stored entries (``record_managed_fields``): the stored list itself is kept.
+    """
+    if not isinstance(patched, dict):
+        return apimeta.deep_copy(patched)  # not an object: decoding rejects it
+    shell = dict(patched)
+    for key in restored:
+        if key in shell and key in old and shell[key] is old[key]:
+            shell[key] = None
+    md = shell.get("metadata")
+    managed = md.get("managedFields") if isinstance(md, dict) else None
+    keep_managed = managed is not None and managed is (old.get("metadata") or {}).get("managedFields")
+    if keep_managed:
+        shell["metadata"] = dict(md, managedFields=None)  # type: ignore[arg-type]
+    copy: Obj = apimeta.deep_copy(shell)
+    for key in restored:
+        if key in shell and shell[key] is None and patched[key] is not None:
+            copy[key] = {}
+    if keep_managed:
+        copy["metadata"]["managedFields"] = managed
+    return copy
 
 
 def _with_condition(status: Obj, condition: Obj, now: str) -> Obj:

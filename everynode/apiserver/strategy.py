@@ -231,6 +231,21 @@ _UPDATE = {
 }
 
 
+def restored_fields(rt: ResourceType, subresource: str | None) -> tuple[str, ...]:
+    """Top-level fields an update's strategy resets to the stored value before anything else
+    reads them: ``spec`` for ``/status`` writes, ``status`` for main-resource writes of kinds
+    with a status subresource.  The service need not copy what the request left untouched there
+    (``ApiService._private_copy``)."""
+    if subresource == "status":
+        return ("spec",)
+    if subresource is None and _UPDATE.get(rt.key) in _KEEPING_STATUS:
+        return ("status",)
+    return ()
+
+
+_KEEPING_STATUS = (_update_daemonset, _update_pod, _update_namespace, _keep_status)
+
+
 # --------------------------------------------------------------------------------------------
 # update (subresources)
 

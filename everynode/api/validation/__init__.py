@@ -31,7 +31,7 @@ UpdateFn = Callable[[Obj, Obj], list[FieldError]]
 def _revalidated(create: CreateFn) -> UpdateFn:
     """The update rule of kinds with no update-specific checks: ``ValidateObjectMetaUpdate``
     plus every create rule on the new object (upstream's ``ValidateXUpdate`` for events,
-    endpoints, leases, service accounts)."""
+    endpoints, service accounts)."""
 
     def update(new: Obj, old: Obj) -> list[FieldError]:
         return validate_object_meta_update(new.get("metadata"), old.get("metadata")) + create(new)
@@ -70,7 +70,7 @@ _UPDATE: dict[str, UpdateFn] = {
     "events": _revalidated(core.validate_event_create),
     "events.events.k8s.io": _revalidated(core.validate_events_v1_create),
     "endpoints": _revalidated(core.validate_endpoints_create),
-    "leases.coordination.k8s.io": _revalidated(other.validate_lease_create),
+    "leases.coordination.k8s.io": other.validate_lease_update,
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_update,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
 }

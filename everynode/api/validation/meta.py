@@ -182,14 +182,41 @@ def validate_object_meta(meta: Any, *, namespaced: bool, name_fn: NameFn, path: 
     generate_name = as_str(md.get("generateName"))
     if generate_name:
         errs.extend(field.invalid(child(path, "generateName"), generate_name, msg)
-                    for msg in name_fn(generate_name, True))
+                    for msg in _name_errors(name_fn, generate_name, True))
     name = as_str(md.get("name"))
     if not name:
         errs.append(field.required(child(path, "name"), "name or generateName is required"))
     else:
-        errs.extend(field.invalid(child(path, "name"), name, msg) for msg in name_fn(name, False))
+        messages = _name_errors(name_fn, name, False)
+        if messages:
+            errs.extend(field.invalid(child(path, "name"), name, msg) for msg in messages)
     errs.extend(_validate_object_meta_common(md, namespaced=namespaced, path=path))
     return errs
+
+
+_VALID_NAMES: set[tuple[Any, str, bool]] = set()  # (name_fn, value, prefix) known to pass
+_VALID_NAMES_MAX = 16_384
+
+
+def _name_errors(name_fn: NameFn, value: str, prefix: bool) -> list[str]:
+    """``name_fn(value, prefix)``, remembering the values that pass.
+
+    Every update of a kind whose update rule re-runs its create rule (leases, events) checks the
+    same name and namespace again: a set lookup instead of the regular expressions.  Only the
+    (pure) verdict "no errors" is remembered, so error texts always come from ``name_fn``."""
+    memo_key = (name_fn, value, prefix)
+    if memo_key in _VALID_NAMES:
+        return []
+    errs = name_fn(value, prefix)
+    if not errs:
+        if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
+            _VALID_NAMES.clear()
+        _VALID_NAMES.add(memo_key)
+    return errs
+
+
+def _namespace_name_fn(value: str, prefix: bool) -> list[str]:
+    return is_dns1123_label(value)
 
 
 def _validate_object_meta_common(md: Obj, *, namespaced: bool, path: str) -> list[FieldError]:
@@ -199,15 +226,20 @@ def _validate_object_meta_common(md: Obj, *, namespaced: bool, path: str) -> lis
         if not namespace:
             errs.append(field.required(child(path, "namespace")))
         else:
-            errs.extend(field.invalid(child(path, "namespace"), namespace, msg)
-                        for msg in is_dns1123_label(namespace))
+            messages = _name_errors(_namespace_name_fn, namespace, False)
+            if messages:
+                errs.extend(field.invalid(child(path, "namespace"), namespace, msg) for msg in messages)
     elif namespace:
         errs.append(field.forbidden(child(path, "namespace"), "not allowed on this type"))
-    errs.extend(validate_nonnegative(md.get("generation"), child(path, "generation")))
-    errs.extend(validate_labels(md.get("labels"), child(path, "labels")))
-    errs.extend(validate_annotations(md.get("annotations"), child(path, "annotations")))
-    errs.extend(validate_owner_references(md.get("ownerReferences"), child(path, "ownerReferences")))
-    errs.extend(validate_finalizers(md.get("finalizers"), child(path, "finalizers")))
+    # Each check finds nothing in an absent or empty value: skip the calls (every write of every
+    # kind runs this).
+    generation = md.get("generation")
+    if generation:
+        errs.extend(validate_nonnegative(generation, child(path, "generation")))
+    for name, check in _REVALIDATED_META:
+        value = md.get(name)
+        if value:
+            errs.extend(check(value, child(path, name)))
     return errs
 
 
@@ -226,20 +258,34 @@ def validate_object_meta_update(new_meta: Any, old_meta: Any, path: str = "metad
             ))
     if as_int(new.get("generation")) < as_int(old.get("generation")):
         errs.append(field.invalid(child(path, "generation"), as_int(new.get("generation")), "must not be decremented"))
-    for name in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+    for name in _IMMUTABLE_META:
         new_value, old_value = new.get(name), old.get(name)
-        if name in ("name", "namespace", "uid"):
+        if new_value is old_value or new_value == old_value:
+            continue  # the common case, without building a path or an error list
+        if name in _IMMUTABLE_META_STRINGS:
             new_value, old_value = as_str(new_value), as_str(old_value)
         errs.extend(validate_immutable(new_value, old_value, child(path, name)))
-    # Values carried over unchanged were valid when they were stored: skip re-checking them
-    # (this runs on every heartbeat and status write; the result is the same either way).
-    for name, check in (("labels", validate_labels), ("annotations", validate_annotations),
-                        ("ownerReferences", validate_owner_references), ("finalizers", validate_finalizers)):
+    # Values carried over unchanged were valid when they were stored (every write validates
+    # them, or carries them over): skip re-checking them.  This runs on every heartbeat and
+    # status write, and a patched object is a private copy, so "unchanged" is equality, not
+    # identity; the result is the same either way.
+    for name, check in _REVALIDATED_META:
         value = new.get(name)
-        if value is not None and value is old.get(name):
+        if not value:
+            continue  # nothing in it to check
+        before = old.get(name)
+        if value is before or value == before:
             continue
         errs.extend(check(value, child(path, name)))
     return errs
+
+
+_IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds")
+_IMMUTABLE_META_STRINGS = frozenset({"name", "namespace", "uid"})
+_REVALIDATED_META: tuple[tuple[str, Callable[[Any, str], list[FieldError]]], ...] = (
+    ("labels", validate_labels), ("annotations", validate_annotations),
+    ("ownerReferences", validate_owner_references), ("finalizers", validate_finalizers))
 
 
 # --- label selectors ----------------------------------------------------------------------------

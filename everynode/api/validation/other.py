@@ -44,6 +44,19 @@ MAX_PORTS = 20000
 
 def validate_lease_create(lease: Obj) -> list[FieldError]:
     errs = validate_object_meta(lease.get("metadata"), namespaced=True, name_fn=name_is_dns_subdomain)
+    return errs + _validate_lease_spec(lease)
+
+
+def validate_lease_update(new: Obj, old: Obj) -> list[FieldError]:
+    """``ValidateLeaseUpdate``: the metadata update rule and the spec rule; unlike the kinds that
+    re-run their whole create rule on update, the create-time ObjectMeta checks are not repeated
+    (so an invalid new label is reported once, and every node's renewal skips them)."""
+    return validate_object_meta_update(new.get("metadata"), old.get("metadata")) + _validate_lease_spec(new)
+
+
+def _validate_lease_spec(lease: Obj) -> list[FieldError]:
+    """``ValidateLeaseSpec`` (the fields we serve)."""
+    errs: list[FieldError] = []
     spec = as_dict(lease.get("spec"))
     duration = spec.get("leaseDurationSeconds")
     if isinstance(duration, int) and duration <= 0:

@@ -25,6 +25,7 @@ the main resource of kinds with a status subresource (and ``spec`` not for statu
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -70,8 +71,34 @@ def _ident(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+_KEY_ELEMENTS: dict[tuple[Any, ...], str] = {}  # (keys, (type, value) per key) -> "k:{...}"
+_KEY_ELEMENTS_MAX = 16_384
+
+
 def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + go_json(_ident(item, keys)).decode()
+    """The ``k:{...}`` path element of a keyed list item.
+
+    Memoised on the key values (with their types, so ``1``, ``1.0`` and ``True`` stay apart):
+    every diff of a pod's containers, ports, conditions and statuses renders the same few
+    elements, and Go-JSON rendering them each time was most of a status write's diff."""
+    if len(keys) == 1:  # the usual list map (name, type, ip, containerPort): no identity dict
+        key = keys[0]
+        value = item.get(key, _MISSING)
+        if value is _MISSING:
+            value = KEY_DEFAULTS.get(key, _MISSING)
+        memo_key: tuple[Any, ...] = (keys,) if value is _MISSING else (keys, (key, value.__class__, value))
+    else:
+        memo_key = (keys, *[(k, v.__class__, v) for k, v in _ident(item, keys).items()])
+    try:
+        element = _KEY_ELEMENTS.get(memo_key)
+    except TypeError:  # an unhashable key value (a list or object): render it every time
+        return "k:" + go_json(_ident(item, keys)).decode()
+    if element is None:
+        element = "k:" + go_json(_ident(item, keys)).decode()
+        if len(_KEY_ELEMENTS) >= _KEY_ELEMENTS_MAX:
+            _KEY_ELEMENTS.clear()
+        _KEY_ELEMENTS[memo_key] = element
+    return element
 
 
 def _list_keys(node: Node | None) -> tuple[str, ...] | None:
@@ -87,22 +114,40 @@ def _list_keys(node: Node | None) -> tuple[str, ...] | None:
     return None
 
 
+_FIELD_ELEMENTS: dict[str, str] = {}
+
+
+def _field_element(key: str) -> str:
+    """``f:<key>``, built once per field name (and interned: it ends up in many trees)."""
+    element = _FIELD_ELEMENTS.get(key)
+    if element is None:
+        element = sys.intern(f"f:{key}")
+        if len(_FIELD_ELEMENTS) < 16_384:  # schema field names, plus map keys up to a bound
+            _FIELD_ELEMENTS[key] = element
+    return element
+
+
 def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
     if isinstance(value, dict):
         if not value:
             out.add(path)
             return
-        if node is not None and node.kind == "map" and path:
-            out.add(path)
+        if node is None:
+            props, values = None, None
+        else:
+            kind = node.kind
+            props = node.props if kind == "object" else None
+            values = node.values if kind == "map" else None
+            if kind == "map" and path:
+                out.add(path)
         for key, sub in value.items():
-            child = node.child(key) if node is not None else None
-            sub_path = (*path, f"f:{key}")
-            if isinstance(sub, (dict, list)) and child is not None and child.kind not in ("scalar", "open"):
+            # node.child(key), inlined: this loop visits every field of every created object.
+            child = props.get(key) if props is not None else values
+            sub_path = (*path, _field_element(key))
+            if child is not None and isinstance(sub, (dict, list)) and child.kind not in ("scalar", "open"):
                 _collect(sub, child, sub_path, out)
-            elif isinstance(sub, dict) and child is None and node is not None and node.kind == "map":
-                out.add(sub_path)  # map values are atomic unless typed
             else:
-                out.add(sub_path)
+                out.add(sub_path)  # a leaf, an untyped or atomic value (map values unless typed)
         return
     if isinstance(value, list):
         keys = _list_keys(node)
@@ -134,6 +179,7 @@ def _tracked(paths: set[Path], skip: frozenset[str]) -> set[Path]:
     return {p for p in paths if p not in _STRIPPED and (not p or p[0] not in skip)}
 
 
+@functools.cache
 def _untracked_top(api_version: str, kind: str, subresource: str | None) -> frozenset[str]:
     rt = registry.by_kind(api_version, kind)
     has_status = rt is not None and rt.subresource("status") is not None
@@ -152,8 +198,30 @@ def fields_v1(paths: set[Path]) -> dict[str, Any]:
     Trees are interned: thousands of pods of one DaemonSet, and every node's lease, have the
     same managed fields, so one shared (never mutated) tree serves them all.  Measured: the
     trees were 40% of the memory of a converged cluster before interning."""
+    members = frozenset(paths)
+    shared = _TREES_BY_SET.get(members)
+    if shared is not None:
+        return shared
+    tree = _render_fields_v1(members)
+    if len(_TREES_BY_SET) >= _TREES_BY_SET_MAX:
+        _TREES_BY_SET.clear()
+    _TREES_BY_SET[members] = tree
+    return tree
+
+
+# Field set -> its interned tree.  Bounded more tightly than _TREES: a key holds the whole set
+# (kilobytes for a pod), and sets unique to one object (a pod's status with its own IP) would
+# otherwise pile up; the common shapes are re-added within a few writes after a clear.
+_TREES_BY_SET: dict[frozenset[Path], dict[str, Any]] = {}
+_TREES_BY_SET_MAX = 4096
+
+
+def _render_fields_v1(members: frozenset[Path]) -> dict[str, Any]:
+    """The FieldsV1 tree of a field set, interned by content (:func:`fields_v1` memoises this
+    per field set: the set's hash is far cheaper than sorting, building and digesting the tree,
+    and every Event, lease and pod of one shape has the same set)."""
+    paths = members
     root: dict[str, Any] = {}
-    members: set[Path] = set(paths)
     for path in sorted(paths):
         node = root
         for element in path:
@@ -453,7 +521,8 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     else:
         _collect(new, node, (), changed)
     changed = _tracked(changed, skip)
-    removed = _tracked(removed, skip)
+    if removed:
+        removed = _tracked(removed, skip)
     result = dict(new)
     md = dict(result.get("metadata") or {})
     result["metadata"] = md
@@ -469,16 +538,20 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     touched = changed | removed
     rendered: list[dict[str, Any]] = []
     found = False
-    source = _entries(old) if old else [e for e in _entries(new) if e.get("operation") == "Apply"]
+    # Entries are read, never changed: changed ones are rebuilt, so no copies are needed.
+    if old:
+        source = (old.get("metadata") or {}).get("managedFields") or []
+    else:
+        source = [e for e in _entries(new) if e.get("operation") == "Apply"]
     for entry in source:
         tree = entry.get("fieldsV1") or {}
         if _identity(entry) == me:
             found = True
             stamp = time if changed else entry.get("time", time)
-            if all(_tree_has(tree, p) for p in changed) and not any(_tree_has(tree, p) for p in removed):
+            if _tree_has_all(tree, changed) and not (removed and any(_tree_has(tree, p) for p in removed)):
                 # The common write: a manager changing values of fields it already owns (a
                 # lease renewal, a status heartbeat): the field set is the same, only the time moves.
-                rendered.append({**entry, "time": stamp})
+                rendered.append(entry if entry.get("time") == stamp else {**entry, "time": stamp})
                 continue
             paths = (parse_fields_v1(tree) - removed) | changed
             if paths:
@@ -496,6 +569,13 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     else:
         md.pop("managedFields", None)
     return result
+
+
+def _tree_has_all(tree: dict[str, Any], paths: set[Path]) -> bool:
+    for path in paths:
+        if not _tree_has(tree, path):
+            return False
+    return True
 
 
 def _tree_has(tree: dict[str, Any], path: Path) -> bool:
@@ -532,28 +612,30 @@ def _diff(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path],
     Mirrors :func:`_collect`'s notion of members: where both sides have the same shape (both
     non-empty dicts, or both non-empty keyed lists) the walk descends; anywhere else the subtree
     is compared by :func:`_diff_generic`."""
-    if old is new or old == new:
-        return
     if isinstance(old, dict) and isinstance(new, dict) and old and new:
         for key, sub in new.items():
+            before = old.get(key, _MISSING)
+            if before is sub or before == sub:
+                continue  # most keys of a write: compared at C speed, no paths built
             child = node.child(key) if node is not None else None
-            sub_path = (*path, f"f:{key}")
-            if key not in old:
-                _collect(sub, child, sub_path, changed) if _descends(sub, child, node) else changed.add(sub_path)
+            sub_path = (*path, _field_element(key))
+            # _descends(value, child, node), for both sides at once
+            typed = child is not None and child.kind != "scalar" and child.kind != "open"
+            sub_descends = typed and isinstance(sub, (dict, list))
+            if before is _MISSING:
+                _collect(sub, child, sub_path, changed) if sub_descends else changed.add(sub_path)
                 continue
-            before = old[key]
-            if before is sub:
-                continue
-            if _descends(sub, child, node) and _descends(before, child, node) and type(sub) is type(before):
+            before_descends = typed and isinstance(before, (dict, list))
+            if sub_descends and before_descends and type(sub) is type(before):
                 _diff(before, sub, child, sub_path, changed, removed)
-            elif _descends(sub, child, node) or _descends(before, child, node):
+            elif sub_descends or before_descends:
                 _diff_generic(before, sub, child, sub_path, changed, removed)
-            elif before != sub:
-                changed.add(sub_path)
+            else:
+                changed.add(sub_path)  # two different leaves
         for key, before in old.items():
             if key not in new:
                 child = node.child(key) if node is not None else None
-                sub_path = (*path, f"f:{key}")
+                sub_path = (*path, _field_element(key))
                 _collect(before, child, sub_path, removed) if _descends(before, child, node) else removed.add(sub_path)
         return
     if isinstance(old, list) and isinstance(new, list) and old and new:
@@ -566,7 +648,9 @@ def _diff(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path],
                 for k, item in new_items.items():
                     item_path = (*path, k)
                     if k in old_items:
-                        _diff(old_items[k], item, items, item_path, changed, removed)
+                        before = old_items[k]
+                        if before is not item and before != item:
+                            _diff(before, item, items, item_path, changed, removed)
                     else:
                         changed.add(item_path)
                         _collect(item, items, item_path, changed)

@@ -31,6 +31,7 @@ Bad patches raise :class:`ApiError` with upstream's codes (``interpretStrategicM
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from everynode.api import schema
@@ -109,6 +110,28 @@ def _key_of(item: Any, merge_key: str) -> Any:
     return _scalar_key(item) if not isinstance(item, (dict, list)) else None
 
 
+def _indexer(order: list[Any], merge_key: str) -> Callable[[Any], int]:
+    """``item -> position of its key's first occurrence in order`` (-1: absent).
+
+    A dictionary built once per list instead of a scan per item: upstream's ``index`` scan made
+    ordering quadratic, which a status with a few hundred keyed items (podIPs, images) felt.
+    Keys that cannot be hashed (an object as merge-key value) fall back to the scan."""
+    positions: dict[Any, int] = {}
+    try:
+        for i, candidate in enumerate(order):
+            positions.setdefault(_key_of(candidate, merge_key), i)
+    except TypeError:
+        return lambda item: _index(order, item, merge_key)
+
+    def index(item: Any) -> int:
+        try:
+            return positions.get(_key_of(item, merge_key), -1)
+        except TypeError:
+            return _index(order, item, merge_key)
+
+    return index
+
+
 def _index(order: list[Any], item: Any, merge_key: str) -> int:
     key = _key_of(item, merge_key)
     for i, candidate in enumerate(order):
@@ -134,7 +157,10 @@ def _normalize_slice_order(to_sort: list[Any], order: list[Any], merge_key: str,
         for item in to_sort:
             (to_delete if item.get(DIRECTIVE) == "delete" else keep).append(item)
         to_sort = keep
-    indexed = [(_index(order, item, merge_key), pos, item) for pos, item in enumerate(to_sort)]
+    if not to_sort:
+        return to_delete
+    index = _indexer(order, merge_key)
+    indexed = [(index(item), pos, item) for pos, item in enumerate(to_sort)]
     known = sorted((t for t in indexed if t[0] >= 0), key=lambda t: (t[0], t[1]))
     unknown = [t for t in indexed if t[0] < 0]
     return [t[2] for t in known] + [t[2] for t in unknown] + to_delete
@@ -142,7 +168,10 @@ def _normalize_slice_order(to_sort: list[Any], order: list[Any], merge_key: str,
 
 def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], merge_key: str) -> list[Any]:
     """Upstream ``mergeSortedSlice``: interleave server-only items (left) into patch items."""
+    if not left or not right:
+        return left + right  # nothing to interleave
     out: list[Any] = []
+    index = _indexer(server_order, merge_key)
     i = j = 0
     while i < len(left) or j < len(right):
         if i >= len(left):
@@ -152,8 +181,8 @@ def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], me
             out.append(left[i])
             i += 1
         else:
-            li = _index(server_order, left[i], merge_key)
-            ri = _index(server_order, right[j], merge_key)
+            li = index(left[i])
+            ri = index(right[j])
             if li >= 0 and ri >= 0 and li < ri:
                 out.append(left[i])
                 i += 1
@@ -182,7 +211,7 @@ def _partition(merged: list[Any], by: list[Any], merge_key: str, is_map: bool) -
 def _clean(value: Any, node: Node | None) -> Any:
     """A patch value for a field the live object lacks: directives and nulls removed."""
     if isinstance(value, dict):
-        return _merge_map({}, value, node)
+        return _clean_map(value, node)
     if isinstance(value, list):
         items = node.items if node is not None and node.kind == "array" else None
         out = []
@@ -190,11 +219,33 @@ def _clean(value: Any, node: Node | None) -> Any:
             if isinstance(item, dict):
                 if item.get(DIRECTIVE) is not None:
                     continue
-                out.append(_merge_map({}, item, items))
+                out.append(_clean_map(item, items))
             else:
                 out.append(item)
         return out
     return value
+
+
+def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
+    """``_merge_map({}, value, node)``, directly when ``value`` has no ``$`` keys (the usual
+    case: whole new items of a status write): with nothing to merge into and no directives,
+    merging is dropping nulls and ``$patch: delete`` maps and cleaning each value."""
+    for key in value:
+        if key.startswith("$"):
+            return _merge_map({}, value, node)
+    out: dict[str, Any] = {}
+    for key, sub in value.items():
+        if sub is None:
+            continue
+        if isinstance(sub, dict):
+            if sub.get(DIRECTIVE) == "delete":
+                continue
+            out[key] = _clean_map(sub, node.child(key) if node is not None else None)
+        elif isinstance(sub, list):
+            out[key] = _clean(sub, node.child(key) if node is not None else None)
+        else:
+            out[key] = sub
+    return out
 
 
 def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str) -> None:
@@ -325,53 +376,58 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], node: Nod
             return {}
         raise internal(f"unknown patch type: {directive} in map: {_go_value(patch)}")
     result: dict[str, Any] = dict(original) if original else {}
-    pending = dict(patch)
+    # Directives are rare (kubectl's client-side apply, deletions): without any "$" key the patch
+    # is merged as it is, with no private copy of it and no directive checks per key.
+    pending = patch
+    special = any(key.startswith("$") for key in patch)
+    if special:
+        pending = dict(patch)
 
-    if RETAIN_KEYS in pending:
-        retain = pending.pop(RETAIN_KEYS)
-        if not isinstance(retain, list):
-            raise bad_request(ERR_RETAIN_KEYS)
-        keep = {_scalar_key(k) for k in retain if not isinstance(k, (dict, list))}
-        for k, v in pending.items():
-            if v is None or k.startswith(DELETE_FROM_PRIMITIVE_LIST) or k.startswith(SET_ELEMENT_ORDER):
+        if RETAIN_KEYS in pending:
+            retain = pending.pop(RETAIN_KEYS)
+            if not isinstance(retain, list):
+                raise bad_request(ERR_RETAIN_KEYS)
+            keep = {_scalar_key(k) for k in retain if not isinstance(k, (dict, list))}
+            for k, v in pending.items():
+                if v is None or k.startswith(DELETE_FROM_PRIMITIVE_LIST) or k.startswith(SET_ELEMENT_ORDER):
+                    continue
+                if _scalar_key(k) not in keep:
+                    raise _unprocessable(ERR_NOT_MATCH_RETAIN_KEYS)
+            result = {k: v for k, v in result.items() if _scalar_key(k) in keep}
+
+        for key in [k for k in pending if k.startswith(SET_ELEMENT_ORDER)]:
+            order = pending.pop(key)
+            if not isinstance(order, list):
+                raise bad_request(ERR_SET_ELEMENT_ORDER)
+            field = _split_key(key, SET_ELEMENT_ORDER, ERR_SET_ELEMENT_ORDER)
+            child = node.child(field) if node is not None else None
+            strategy, merge_key, items = _list_meta(child)
+            found_original, found_patch = field in result, field in pending
+            live = result.get(field)
+            patch_list = pending.get(field)
+            if found_original and not isinstance(live, list):
+                raise internal(f"expected slice, but got {_go_value(live)}")
+            if found_patch and not isinstance(patch_list, list):
+                raise internal(f"expected slice, but got {_go_value(patch_list)}")
+            _validate_set_order(patch_list or [], order, merge_key)
+            if found_original and found_patch:
+                merged = _merge_list_field(live, patch_list, child, False)
+            elif found_original:
+                merged = list(live)
+            elif found_patch:
+                merged = _clean(patch_list, child)
+            else:
                 continue
-            if _scalar_key(k) not in keep:
-                raise _unprocessable(ERR_NOT_MATCH_RETAIN_KEYS)
-        result = {k: v for k, v in result.items() if _scalar_key(k) in keep}
-
-    for key in [k for k in pending if k.startswith(SET_ELEMENT_ORDER)]:
-        order = pending.pop(key)
-        if not isinstance(order, list):
-            raise bad_request(ERR_SET_ELEMENT_ORDER)
-        field = _split_key(key, SET_ELEMENT_ORDER, ERR_SET_ELEMENT_ORDER)
-        child = node.child(field) if node is not None else None
-        strategy, merge_key, items = _list_meta(child)
-        found_original, found_patch = field in result, field in pending
-        live = result.get(field)
-        patch_list = pending.get(field)
-        if found_original and not isinstance(live, list):
-            raise internal(f"expected slice, but got {_go_value(live)}")
-        if found_patch and not isinstance(patch_list, list):
-            raise internal(f"expected slice, but got {_go_value(patch_list)}")
-        _validate_set_order(patch_list or [], order, merge_key)
-        if found_original and found_patch:
-            merged = _merge_list_field(live, patch_list, child, False)
-        elif found_original:
-            merged = list(live)
-        elif found_patch:
-            merged = _clean(patch_list, child)
-        else:
-            continue
-        kind = _element_kind(live or [], patch_list or [])
-        is_map = kind == "map"
-        key_for_order = merge_key if is_map else ""
-        in_order, server_only = _partition(merged, order, key_for_order, is_map)
-        result[field] = _normalize_element_order(in_order, server_only, order, live or [], key_for_order, is_map)
-        pending.pop(field, None)
+            kind = _element_kind(live or [], patch_list or [])
+            is_map = kind == "map"
+            key_for_order = merge_key if is_map else ""
+            in_order, server_only = _partition(merged, order, key_for_order, is_map)
+            result[field] = _normalize_element_order(in_order, server_only, order, live or [], key_for_order, is_map)
+            pending.pop(field, None)
 
     for key, value in pending.items():
         is_delete_list = False
-        if key.startswith(DELETE_FROM_PRIMITIVE_LIST):
+        if special and key.startswith(DELETE_FROM_PRIMITIVE_LIST):
             key = _split_key(key, DELETE_FROM_PRIMITIVE_LIST, ERR_PRIMITIVE_LIST)
             is_delete_list = True
         if value is None:

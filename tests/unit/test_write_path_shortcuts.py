@@ -1,0 +1,411 @@
+"""The write path's shortcuts give exactly the results of the plain definitions they replace.
+
+Each shortcut (skipping subtrees equal to the stored object, memoising pure functions, copying
+only what the pipeline may change) is checked against the straightforward computation: the
+unknown-field walk of the whole object, managedFields recomputed from full field sets, a
+scan-based list index, an uncached name check, and the stored object left untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from everynode.api import schema
+from everynode.api.errors import ApiError
+from everynode.api.gojson import go_json
+from everynode.api.meta import deep_copy
+from everynode.api.names import is_dns1123_label, name_is_dns_subdomain
+from everynode.api.registry import resource
+from everynode.api.schema import unknown_fields
+from everynode.api.validation import validate_update
+from everynode.api.validation.meta import (
+    validate_annotations,
+    validate_finalizers,
+    validate_labels,
+    validate_nonnegative,
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_owner_references,
+)
+from everynode.apiserver.patch import record_managed_fields, strategic
+from everynode.apiserver.patch.apply import (
+    _ident,
+    _key_element,
+    _render_fields_v1,
+    field_set,
+    fields_v1,
+    parse_fields_v1,
+)
+from everynode.apiserver.service import ApiService, RequestOptions
+from everynode.clock import Clock
+from everynode.storage.memory import MemoryStore
+
+NOW = "2026-01-01T00:00:10Z"
+
+
+def _pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "uid": "u", "resourceVersion": "7",
+                     "labels": {"app": "x"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                                          "uid": "d", "controller": True}]},
+        "spec": {"nodeName": "n1",
+                 "containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+                                {"name": "d", "image": "busybox"}],
+                 "tolerations": [{"key": "k", "operator": "Exists"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1",
+                   "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}],
+                   "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0}]},
+    }
+
+
+def _lease() -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "n1", "namespace": "kube-node-lease", "uid": "u", "resourceVersion": "3",
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": "nu"}]},
+        "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 40, "renewTime": "2026-01-01T00:00:00.000000Z"},
+    }
+
+
+def _edit(obj: dict[str, Any], *steps: Any, value: Any = None, delete: bool = False) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    node = out
+    for step in steps[:-1]:
+        node = node[step]
+    if delete:
+        del node[steps[-1]]
+    else:
+        node[steps[-1]] = value
+    return out
+
+
+# --------------------------------------------------------------------------- unknown fields
+
+UNKNOWN_CASES = [
+    ("unchanged", "v1", "Pod", _pod(), _pod()),
+    ("new unknown top-level", "v1", "Pod", _pod(), _edit(_pod(), "bogus", value=1)),
+    ("unknown in changed container", "v1", "Pod", _pod(),
+     _edit(_pod(), "spec", "containers", 0, "weird", value={"a": 1})),
+    ("unknown in appended container", "v1", "Pod", _pod(),
+     _edit(_pod(), "spec", "containers", value=_pod()["spec"]["containers"] + [{"name": "e", "x": 1}])),
+    ("unknown under a new key", "v1", "Pod", _pod(), _edit(_pod(), "spec", "affinity", value={"nodeAffinity": {"y": 1}})),
+    ("unknown in status with spec unchanged", "v1", "Pod", _pod(), _edit(_pod(), "status", "weird", value=2)),
+    ("type changed to a scalar", "v1", "Pod", _pod(), _edit(_pod(), "spec", value="text")),
+    ("lease spec field", "coordination.k8s.io/v1", "Lease", _lease(), _edit(_lease(), "spec", "bogus", value=True)),
+    ("map values are open", "v1", "Pod", _pod(), _edit(_pod(), "metadata", "labels", "new", value="v")),
+    ("no stored version", "v1", "Pod", None, _edit(_pod(), "spec", "zz", value=1)),
+]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "known", "obj"), [c[1:] for c in UNKNOWN_CASES],
+                         ids=[c[0] for c in UNKNOWN_CASES])
+def test_unknown_fields_skipping_stored_subtrees_reports_the_same_paths(api_version, kind, known, obj):
+    assert unknown_fields(api_version, kind, obj, known=known) == unknown_fields(api_version, kind, obj)
+
+
+# --------------------------------------------------------------------------- managedFields
+
+def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
+                      subresource: str | None) -> list[tuple[str, str, str, str, frozenset]]:
+    """Upstream's rule for a non-apply write, from whole field sets: the writer gets the fields it
+    added or changed (and keeps its own), everyone loses those and the removed ones."""
+    old_set = field_set(old, api_version=api_version, kind=kind, subresource=subresource)
+    new_set = field_set(new, api_version=api_version, kind=kind, subresource=subresource)
+    from everynode.apiserver.patch.apply import _changed, _get
+
+    changed = {p for p in new_set if p not in old_set or _changed(_get(old, p), _get(new, p))}
+    removed = old_set - new_set
+    out = []
+    found = False
+    for entry in old["metadata"].get("managedFields") or []:
+        paths = parse_fields_v1(entry["fieldsV1"])
+        mine = (entry["manager"], entry.get("subresource", "")) == (manager, subresource or "")
+        if mine and entry["operation"] == "Update":
+            found = True
+            paths = (paths - removed) | changed
+        else:
+            paths = paths - changed - removed
+        if paths:
+            out.append((entry["manager"], entry["operation"], entry.get("subresource", ""),
+                        NOW if mine and changed else entry["time"], frozenset(paths)))
+    if not found and changed:
+        out.append((manager, "Update", subresource or "", NOW, frozenset(changed)))
+    return out
+
+
+def _entries(obj: dict[str, Any]) -> list[tuple[str, str, str, str, frozenset]]:
+    return [(e["manager"], e["operation"], e.get("subresource", ""), e["time"], frozenset(parse_fields_v1(e["fieldsV1"])))
+            for e in obj["metadata"].get("managedFields") or []]
+
+
+def _with_managers(obj: dict[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
+    """``obj`` as stored after a create by "creator" and a status write by "kubelet"."""
+    created = record_managed_fields(None, obj, manager="creator", now="2026-01-01T00:00:00Z",
+                                    api_version=api_version, kind=kind)
+    if kind != "Pod":
+        return created
+    status = _edit(created, "status", "hostIP", value="10.0.0.9")
+    return record_managed_fields(created, status, manager="kubelet", now="2026-01-01T00:00:01Z",
+                                 api_version=api_version, kind=kind, subresource="status")
+
+
+MANAGED_CASES = [
+    ("lease renewal by its owner", "coordination.k8s.io/v1", "Lease", "creator", None,
+     lambda o: _edit(o, "spec", "renewTime", value="2026-01-01T00:00:10.000000Z")),
+    ("lease renewal by another manager", "coordination.k8s.io/v1", "Lease", "kubelet", None,
+     lambda o: _edit(o, "spec", "renewTime", value="2026-01-01T00:00:10.000000Z")),
+    ("lease field removed", "coordination.k8s.io/v1", "Lease", "creator", None,
+     lambda o: _edit(o, "spec", "leaseDurationSeconds", delete=True)),
+    ("lease field added", "coordination.k8s.io/v1", "Lease", "creator", None,
+     lambda o: _edit(o, "spec", "leaseTransitions", value=1)),
+    ("pod status heartbeat by the kubelet", "v1", "Pod", "kubelet", "status",
+     lambda o: _edit(o, "status", "conditions", value=[{"type": "Ready", "status": "False"},
+                                                       {"type": "ContainersReady", "status": "False"}])),
+    ("pod status field taken from the creator", "v1", "Pod", "kubelet", "status",
+     lambda o: _edit(o, "status", "podIP", value="10.0.0.2")),
+    ("pod status condition removed", "v1", "Pod", "kubelet", "status",
+     lambda o: _edit(o, "status", "conditions", value=[{"type": "Ready", "status": "True"}])),
+    ("pod label added by a new manager", "v1", "Pod", "labeler", None,
+     lambda o: _edit(o, "metadata", "labels", value={"app": "x", "new": "y"})),
+    ("pod container image changed", "v1", "Pod", "kubectl", None,
+     lambda o: _edit(o, "spec", "containers", 0, "image", value="nginx:2")),
+    ("pod keyed item removed", "v1", "Pod", "kubectl", None,
+     lambda o: _edit(o, "spec", "containers", value=o["spec"]["containers"][:1])),
+    ("pod atomic list replaced", "v1", "Pod", "kubectl", None,
+     lambda o: _edit(o, "spec", "tolerations", value=[{"key": "j", "operator": "Exists"}])),
+    ("nothing tracked changed", "v1", "Pod", "kubectl", None,
+     lambda o: _edit(o, "metadata", "resourceVersion", value="8")),
+]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "manager", "subresource", "change"), [c[1:] for c in MANAGED_CASES],
+                         ids=[c[0] for c in MANAGED_CASES])
+def test_record_managed_fields_matches_the_field_set_definition(api_version, kind, manager, subresource, change):
+    base = _pod() if kind == "Pod" else _lease()
+    old = _with_managers(base, api_version=api_version, kind=kind)
+    new = change(old)
+    frozen = copy.deepcopy(old), copy.deepcopy(new)
+    result = record_managed_fields(old, new, manager=manager, now=NOW, api_version=api_version, kind=kind,
+                                   subresource=subresource)
+    assert (old, new) == frozen  # inputs untouched
+    assert _entries(result) == _reference_record(old, new, manager=manager, api_version=api_version, kind=kind,
+                                                 subresource=subresource)
+
+
+def test_unchanged_field_set_keeps_the_stored_entry_and_only_moves_its_time():
+    old = _with_managers(_lease(), api_version="coordination.k8s.io/v1", kind="Lease")
+    new = _edit(old, "spec", "renewTime", value="2026-01-01T00:00:10.000000Z")
+    result = record_managed_fields(old, new, manager="creator", now=NOW, api_version="coordination.k8s.io/v1",
+                                   kind="Lease")
+    (entry,), (before,) = result["metadata"]["managedFields"], old["metadata"]["managedFields"]
+    assert entry == {**before, "time": NOW}
+    assert entry["fieldsV1"] is before["fieldsV1"]
+    again = record_managed_fields(result, _edit(result, "spec", "renewTime", value="x"), manager="creator", now=NOW,
+                                  api_version="coordination.k8s.io/v1", kind="Lease")
+    assert again["metadata"]["managedFields"][0] is entry  # same second: the stored entry itself
+
+
+KEY_ELEMENT_CASES = [
+    ({"name": "c"}, ("name",)),
+    ({"containerPort": 80}, ("containerPort", "protocol")),  # protocol defaulted to TCP
+    ({"containerPort": 80, "protocol": "UDP"}, ("containerPort", "protocol")),
+    ({"port": True}, ("port",)),
+    ({"port": 1}, ("port",)),
+    ({"port": 1.0}, ("port",)),
+    ({"port": 1.5}, ("port",)),
+    ({"name": "<&>"}, ("name",)),
+    ({}, ("name",)),
+    ({}, ("protocol",)),
+    ({"name": ["a"]}, ("name",)),
+    ({"name": {"x": 1}}, ("name", "other")),
+]
+
+
+@pytest.mark.parametrize(("item", "keys"), KEY_ELEMENT_CASES)
+def test_key_element_memo_renders_go_json_of_the_identity(item, keys):
+    expected = "k:" + go_json(_ident(item, keys)).decode()
+    assert _key_element(item, keys) == expected
+    assert _key_element(dict(item), keys) == expected  # a memo hit
+
+
+@pytest.mark.parametrize("obj", [_pod(), _lease(), {"apiVersion": "v1", "kind": "Pod", "metadata": {}}],
+                         ids=["pod", "lease", "empty"])
+def test_fields_v1_memo_returns_the_rendered_tree(obj):
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    paths = field_set(obj, api_version=api_version, kind=kind)
+    tree = fields_v1(paths)
+    assert tree == _render_fields_v1(frozenset(paths))
+    assert parse_fields_v1(tree) == paths
+    assert fields_v1(set(paths)) is tree
+
+
+# --------------------------------------------------------------------------- strategic merge
+
+ORDER_CASES = [
+    ([{"name": "a"}, {"name": "b"}, {"name": "a"}], "name"),
+    ([{"port": 1}, {"port": True}, {"port": 1.0}, {"port": "1"}], "port"),
+    ([{"name": "a"}, "not-a-map", {"other": 1}], "name"),
+    ([{"name": ["unhashable"]}, {"name": "b"}], "name"),
+    ([1, True, "1", 2, 1], ""),
+    ([], "name"),
+]
+
+
+@pytest.mark.parametrize(("order", "merge_key"), ORDER_CASES)
+def test_indexer_agrees_with_the_scan(order, merge_key):
+    probes = [*order, {"name": "zz"}, {"port": False}, {"name": ["unhashable"]}, 3, False, None]
+    index = strategic._indexer(order, merge_key)
+    assert [index(p) for p in probes] == [strategic._index(order, p, merge_key) for p in probes]
+
+
+CLEAN_CASES = [
+    {"a": 1, "b": None, "c": {"d": None, "e": [1, {"f": None}]}},
+    {"a": {"$patch": "delete"}, "b": {"$patch": "replace", "c": 1}, "d": [{"$patch": "delete", "x": 1}, {"y": 2}]},
+    {"$setElementOrder/containers": [{"name": "c"}], "containers": [{"name": "c", "image": "i", "env": None}]},
+    {"$retainKeys": ["a"], "a": 1},
+]
+
+
+@pytest.mark.parametrize("value", CLEAN_CASES)
+def test_clean_map_is_merging_into_nothing(value):
+    node = schema.kind_node("v1", "Pod").child("spec")
+    assert strategic._clean_map(value, node) == strategic._merge_map({}, value, node)
+
+
+# --------------------------------------------------------------------------- validation
+
+META_UPDATE_CASES = [
+    ("unchanged", {}),
+    ("valid new label", {"labels": {"app": "x", "b": "c"}}),
+    ("invalid new label", {"labels": {"bad key!": "v"}}),
+    ("invalid annotation", {"annotations": {"bad key!": "v"}}),
+    ("owner reference without uid", {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n"}]}),
+    ("empty values", {"labels": {}, "annotations": None, "finalizers": []}),
+    ("bad finalizer", {"finalizers": ["nope"]}),
+    ("name changed", {"name": "other"}),
+    ("uid type changed", {"uid": 5}),
+    ("generation decremented", {"generation": -1}),
+]
+
+
+@pytest.mark.parametrize("changes", [c[1] for c in META_UPDATE_CASES], ids=[c[0] for c in META_UPDATE_CASES])
+def test_update_rules_report_what_full_checks_report(changes):
+    old = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _lease()["metadata"]}
+    new = deep_copy(old)
+    new["metadata"].update(changes)
+    md, old_md = new["metadata"], old["metadata"]
+    errors = [str(e) for e in validate_update("serviceaccounts", new, old)]
+    # The plain definition, from the single checks: immutable fields, every changed map or list
+    # (ValidateObjectMetaUpdate), then every create rule on everything (ValidateServiceAccount).
+    checks = {"labels": validate_labels, "annotations": validate_annotations,
+              "ownerReferences": validate_owner_references, "finalizers": validate_finalizers}
+    expected = []
+    if (md.get("generation") or 0) < (old_md.get("generation") or 0):
+        expected.append("decremented")
+    for key in ("name", "namespace", "uid"):
+        if md.get(key) != old_md.get(key):
+            expected.append(f"metadata.{key}: immutable")
+    expected += [str(e) for k, check in checks.items() if md.get(k) != old_md.get(k)
+                 for e in check(md.get(k), f"metadata.{k}")]
+    expected += [str(e) for e in validate_qualified_name_free(md)]
+    expected += [str(e) for e in validate_nonnegative(md.get("generation"), "metadata.generation")]
+    expected += [str(e) for k, check in checks.items() for e in check(md.get(k), f"metadata.{k}")]
+    assert _normalise(errors) == _normalise(expected)
+
+
+def validate_qualified_name_free(md: dict[str, Any]) -> list[str]:
+    """Name and namespace checks of a namespaced create (DNS subdomain name, DNS label namespace)."""
+    out = [f"metadata.name: Invalid value: {msg}" for msg in name_is_dns_subdomain(md.get("name") or "", False)]
+    return out + [f"metadata.namespace: Invalid value: {msg}" for msg in is_dns1123_label(md.get("namespace") or "")]
+
+
+def _normalise(errors: list[str]) -> list[str]:
+    """Errors reduced to what both sides spell the same way (path and, for checks, the message)."""
+    out = []
+    for e in errors:
+        if "decremented" in e:
+            out.append("decremented")
+        elif "immutable" in e:
+            out.append(e.split(":")[0] + ": immutable")
+        else:
+            out.append(e.split(":")[0] + ":" + e.rsplit(":", 1)[-1])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("changes", [c[1] for c in META_UPDATE_CASES], ids=[c[0] for c in META_UPDATE_CASES])
+def test_lease_update_is_the_metadata_update_rule_plus_the_spec_rule(changes):
+    old = _lease()
+    new = deep_copy(old)
+    new["metadata"].update(changes)
+    new["spec"]["leaseDurationSeconds"] = 0
+    got = [str(e) for e in validate_update("leases.coordination.k8s.io", new, old)]
+    expected = [str(e) for e in validate_object_meta_update(new["metadata"], old["metadata"])]
+    assert got == [*expected, "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"]
+
+
+def test_lease_update_reports_an_invalid_label_once():
+    old = _lease()
+    new = deep_copy(old)
+    new["metadata"]["labels"] = {"bad key!": "v"}
+    assert [e.field for e in validate_update("leases.coordination.k8s.io", new, old)] == ["metadata.labels"]
+
+
+def test_name_check_memo_keeps_reporting_errors():
+    md = {"name": "Bad_Name", "namespace": "Bad_NS"}
+    first = [str(e) for e in validate_object_meta(md, namespaced=True, name_fn=name_is_dns_subdomain)]
+    second = [str(e) for e in validate_object_meta(md, namespaced=True, name_fn=name_is_dns_subdomain)]
+    assert first == second and len(first) == 2
+    good = {"name": "good", "namespace": "default"}
+    assert validate_object_meta(good, namespaced=True, name_fn=name_is_dns_subdomain) == []
+    assert validate_object_meta(good, namespaced=True, name_fn=name_is_dns_subdomain) == []
+
+
+# --------------------------------------------------------------------------- service: private copies
+
+class FixedClock(Clock):
+    def now(self) -> float:
+        return 1_767_225_600.0
+
+
+@pytest.fixture
+def api() -> ApiService:
+    return ApiService(MemoryStore(), clock=FixedClock())
+
+
+async def test_status_patch_leaves_the_stored_object_untouched(api: ApiService):
+    pods = resource("pods")
+    body = _pod()
+    for key in ("uid", "resourceVersion"):
+        del body["metadata"][key]
+    del body["status"]
+    stored = await api.create(pods, "default", body, opts=RequestOptions(field_manager="ds"))
+    snapshot = deep_copy(stored)
+    patch = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+             "spec": {"hostNetwork": True}}  # ignored by /status, but defaulting would act on it
+    new, _ = await api.patch(pods, "default", "p", patch, "strategic", subresource="status",
+                             opts=RequestOptions(field_manager="kubelet"))
+    assert stored == snapshot
+    assert new["spec"] is stored["spec"]
+    assert list(new) == list(stored)  # key order kept
+    assert new["status"]["conditions"][0]["type"] == "Ready"
+    label, _ = await api.patch(pods, "default", "p", {"metadata": {"labels": {"x": "y"}}}, "merge",
+                               opts=RequestOptions(field_manager="labeler"))
+    assert label["status"] is new["status"]
+    assert label["metadata"]["labels"] == {"app": "x", "x": "y"}
+    assert [e["manager"] for e in label["metadata"]["managedFields"]] == ["ds", "kubelet", "labeler"]
+
+
+async def test_patch_result_that_is_not_an_object_is_rejected_by_decoding(api: ApiService):
+    nodes = resource("nodes")
+    await api.create(nodes, "", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}, opts=RequestOptions())
+    for subresource in (None, "status"):
+        with pytest.raises(ApiError) as caught:
+            await api.patch(nodes, "", "n1", [{"op": "replace", "path": "", "value": [1]}], "json",
+                            subresource=subresource, opts=RequestOptions())
+        assert caught.value.code == 400
+        assert "cannot unmarshal array" in caught.value.status["message"]
