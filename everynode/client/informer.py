@@ -18,7 +18,9 @@ Upstream: ``client-go/tools/cache`` (``reflector.go``, ``shared_informer.go``, `
   updated and handlers are called directly in the informer's task, synchronously: handlers must be
   cheap (controllers enqueue keys).  A handler's exception is logged and does not stop the informer.
 * **Indexes** are maintained incrementally: each event recomputes the index values of the old and
-  the new object only (O(1) per event in the cache size), never a rebuild.
+  the new object only (O(1) per event in the cache size), never a rebuild.  An index value that
+  names a single object (pods by node: one per node at 65k nodes) holds its key as a plain str
+  rather than a one-element set (~200 bytes less each); a set appears from the second key on.
 * Objects in the cache are the ones delivered by the client: shared and read-only.  List items that
   lack ``kind``/``apiVersion`` (real API servers omit them in lists) get them in a shallow copy so
   every cached object carries its type, as watch objects do.
@@ -72,6 +74,32 @@ def _rv(obj: Obj) -> str | None:
     return (obj.get("metadata") or {}).get("resourceVersion")
 
 
+def _index_put(index: dict[str, str | set[str]], value: str, key: str) -> None:
+    keys = index.get(value)
+    if keys is None:
+        index[value] = key
+    elif type(keys) is str:
+        if keys != key:
+            index[value] = {keys, key}
+    else:
+        keys.add(key)
+
+
+def _index_drop(index: dict[str, str | set[str]], value: str, key: str) -> None:
+    keys = index.get(value)
+    if keys is None:
+        return
+    if type(keys) is str:
+        if keys == key:
+            del index[value]
+        return
+    keys.discard(key)
+    if len(keys) == 1:
+        index[value] = next(iter(keys))
+    elif not keys:
+        del index[value]
+
+
 @dataclass(slots=True)
 class HandlerRegistration:
     on_add: AddHandler | None
@@ -102,7 +130,10 @@ class Informer:
         self._api_version = rt.api_version
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        # index name -> value -> the keys with that value: one key as a plain str (most values
+        # index one object, e.g. pods by node: a set per value would cost ~200 bytes each), a set
+        # from two keys on.
+        self._indices: dict[str, dict[str, str | set[str]]] = {}
         self._handlers: tuple[HandlerRegistration, ...] = ()
         self._rv: str | None = None
         self._synced = asyncio.Event()
@@ -194,11 +225,11 @@ class Informer:
                     continue
                 raise ValueError(f"indexer {name!r} already exists")
             self._indexers[name] = fn
-            index: dict[str, set[str]] = {}
+            index: dict[str, str | set[str]] = {}
             self._indices[name] = index
             for key, obj in self._items.items():
                 for value in self._index_values(fn, obj):
-                    index.setdefault(value, set()).add(key)
+                    _index_put(index, value, key)
 
     @staticmethod
     def _index_values(fn: IndexFunc, obj: Obj) -> Iterable[str]:
@@ -212,21 +243,13 @@ class Informer:
         for name, fn in self._indexers.items():
             index = self._indices[name]
             for value in self._index_values(fn, obj):
-                keys = index.get(value)
-                if keys is None:
-                    index[value] = {key}
-                else:
-                    keys.add(key)
+                _index_put(index, value, key)
 
     def _index_remove(self, key: str, obj: Obj) -> None:
         for name, fn in self._indexers.items():
             index = self._indices[name]
             for value in self._index_values(fn, obj):
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                _index_drop(index, value, key)
 
     def _index_update(self, key: str, old: Obj, new: Obj) -> None:
         for name, fn in self._indexers.items():
@@ -237,13 +260,9 @@ class Informer:
             index = self._indices[name]
             old_set, new_set = set(old_values), set(new_values)
             for value in old_set - new_set:
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                _index_drop(index, value, key)
             for value in new_set - old_set:
-                index.setdefault(value, set()).add(key)
+                _index_put(index, value, key)
 
     # -- cache reads -----------------------------------------------------------------------------
 
@@ -278,13 +297,16 @@ class Informer:
         if not keys:
             return []
         items = self._items
+        if type(keys) is str:
+            return [items[keys]]
         return [items[k] for k in keys]
 
     def index_keys(self, index_name: str, value: str) -> list[str]:
         try:
-            return list(self._indices[index_name].get(value, ()))
+            keys = self._indices[index_name].get(value, ())
         except KeyError:
             raise KeyError(f"index {index_name!r} does not exist") from None
+        return [keys] if type(keys) is str else list(keys)
 
     def index_values(self, index_name: str) -> list[str]:
         return list(self._indices[index_name])

@@ -77,7 +77,9 @@ async def storage_floor(n: int, *, writes_per_pod: int, repeat: int = 3) -> floa
 
 
 async def _storage_floor_once(n: int, *, writes_per_pod: int) -> float:
-    store = MemoryStore()
+    # Without structural sharing: the floor is the raw cost of keeping the objects, the
+    # strictest yardstick (sharing trades CPU for memory, and that CPU counts as overhead).
+    store = MemoryStore(share_capacity=0)
     t0 = time.perf_counter()
     for i in range(n):
         pod = _pod(i, f"worker-{i + 1}")

@@ -103,6 +103,16 @@ class SchedulerCache:
         self._info_for(pi.node_name).add_pod(pi)
         self.pod_node[pi.key] = pi.node_name
 
+    def refresh_pod(self, key: str, pod: Obj) -> None:
+        """A bound pod's newer version that changes nothing for scheduling (status only): the
+        entry points at it, so that the cache does not keep the old version alive (the store
+        and the informers moved on) and events about the pod carry its current state."""
+        node_name = self.pod_node.get(key)
+        info = self.infos.get(node_name) if node_name is not None else None
+        pi = info.pods.get(key) if info is not None else None
+        if pi is not None:
+            pi.refresh(pod)
+
     def remove_pod(self, key: str) -> str | None:
         """Drop a pod; returns the node it was on (None if unknown)."""
         node_name = self.pod_node.pop(key, None)

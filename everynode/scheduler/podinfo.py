@@ -33,7 +33,7 @@ HostPort = tuple[str, str, int]
 
 
 class PodInfo:
-    """Scheduling view of one pod version.  Never mutated after construction."""
+    """Scheduling view of one pod.  Never mutated after construction, except by :meth:`refresh`."""
 
     __slots__ = (
         "key", "namespace", "name", "uid", "pod", "spec", "priority", "preempt_never",
@@ -60,6 +60,12 @@ class PodInfo:
         self.host_ports: tuple[HostPort, ...] = pod_host_ports(spec)
         self.candidates: frozenset[str] | None = candidate_node_names(spec)
         self._affinity: NodeMatcher | None = None
+
+    def refresh(self, pod: Obj) -> None:
+        """Point at a newer version of the pod whose spec and metadata are equal for scheduling
+        (a status update): every derived field stays valid."""
+        self.pod = pod
+        self.spec = pod.get("spec") or {}
 
     @property
     def affinity(self) -> NodeMatcher:

@@ -235,7 +235,8 @@ class Scheduler:
                     and (old.get("spec") or {}).get("nodeName") == node_name
                     and bool((old.get("metadata") or {}).get("deletionTimestamp")) == bool(md.get("deletionTimestamp"))
                     and old.get("spec") == spec):
-                return  # a status-only change: usage is unchanged
+                self.cache.refresh_pod(key, pod)  # a status-only change: usage is unchanged
+                return
             self.cache.set_pod(PodInfo(pod))
             return
         if ((spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) != self.name or md.get("deletionTimestamp")

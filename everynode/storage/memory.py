@@ -4,8 +4,13 @@ Why it looks like this:
 
 * **Objects stay as the dicts callers gave us** (after a shallow copy that stamps
   ``metadata.resourceVersion``) and are handed out as-is: no copy per read, no per-object wrapper.
-  At 65k nodes + 65k pods the dicts themselves dominate memory (python-stack.md §2); the indexes
-  add one key tuple and one list slot per object.
+  At 65k nodes + 65k pods the dicts themselves dominate memory (python-stack.md §2), so before
+  an object is kept its sub-trees are replaced by equal ones already stored (canonical.py:
+  every DaemonSet pod then shares its containers, tolerations and managedFields field sets with
+  the others; a pod costs ~6 KB instead of ~17 KB).  The indexes add one key tuple and one list
+  slot per object.
+* **Events expire** ``EVENT_TTL`` (kube-apiserver ``--event-ttl``, 1 h) after their last write,
+  as their etcd lease does upstream, so a long run does not accumulate them (``_after_write``).
 * **Per-resource index** ``{(namespace, name): obj}`` with a **lazily maintained sorted key list**
   for etcd key order.  Creates and deletes only record the key in an "added"/"removed" set; the
   next list folds them in (a few ``insort``/``del`` for small changes, otherwise one linear merge:
@@ -31,9 +36,12 @@ Why it looks like this:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import logging
 from bisect import bisect_left, bisect_right, insort
+from collections import deque
 
 import orjson
 
@@ -50,7 +58,10 @@ from everynode.storage.base import (
     Watch,
     WatchEvent,
 )
+from everynode.storage.canonical import DEFAULT_CAPACITY, Canonicalizer
 from everynode.storage.watch import ADDED, DELETED, MODIFIED, WatchHub, with_resource_version
+
+log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, name)
 
@@ -59,6 +70,10 @@ Key = tuple[str, str]  # (namespace, name)
 _INCREMENTAL_LIMIT = 64
 
 _CONTINUE_VERSION = "meta.k8s.io/v1"
+
+# kube-apiserver ``--event-ttl`` default: an Event lives one hour after its last write.
+EVENT_TTL = 3600.0
+TTL_RESOURCES = ("events", "events.events.k8s.io")
 
 
 def object_key(obj: Obj) -> Key:
@@ -158,8 +173,17 @@ class ResourceIndex:
 class MemoryStore(Store):
     """All objects in memory; nothing survives the process.  Also the base of :class:`SqliteStore`."""
 
-    def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000) -> None:
+    def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000,
+                 share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
+        # Objects that expire (Events, as etcd leases expire them upstream): resource -> seconds.
+        self._ttl: dict[str, float] = {r: event_ttl for r in TTL_RESOURCES} if event_ttl else {}
+        # (deadline in loop time, resource, key, rv of the write that set it), oldest first.
+        self._expiry: deque[tuple[float, str, Key, int]] = deque()
+        self._expiring = False
+        self._expiry_loaded: list[tuple[str, Key, int]] = []  # loaded from disk, TTL not started
+        # Equal sub-trees of stored objects are kept once (canonical.py); 0 turns sharing off.
+        self._canonical = Canonicalizer(capacity=share_capacity) if share_capacity > 0 else None
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)
         self._hub = WatchHub(history=history, max_backlog=watcher_backlog)
@@ -236,13 +260,68 @@ class MemoryStore(Store):
         self._check_open()
         event = self._prepare_create(resource, obj)
         await self._commit(event)
+        await self._after_write(event)
         return event.object
 
     async def update(self, resource: str, obj: Obj, *, expected_rv: int | None = None) -> Obj:
         self._check_open()
         event = self._prepare_update(resource, obj, expected_rv)
         await self._commit(event)
+        await self._after_write(event)
         return event.object
+
+    # -- expiry (Events' TTL) ----------------------------------------------------------------------
+
+    async def _after_write(self, event: WatchEvent) -> None:
+        """Start the TTL of an expiring object, then delete what has expired.
+
+        Upstream every Event write attaches an etcd lease of ``--event-ttl``; when it runs out
+        etcd deletes the key (watchers see DELETED).  Here each write of such an object records
+        a deadline (one FIFO: the TTL is constant, so deadlines come in order) and writes delete
+        what is due, so the cost is O(1) amortised and nothing runs while nothing is written —
+        when nothing is written, nothing grows either.  A deadline is stale when the object was
+        written again since (another, later deadline exists for it).  Time is the event loop's,
+        so it is virtual under a virtual-time loop, like every other timer."""
+        ttl = self._ttl.get(event.resource)
+        if ttl is None and not self._expiry and not self._expiry_loaded:
+            return
+        now = asyncio.get_running_loop().time()
+        if self._expiry_loaded:
+            for resource, key, rv in self._expiry_loaded:
+                self._expiry.append((now + self._ttl[resource], resource, key, rv))
+            self._expiry_loaded.clear()
+        if ttl is not None:
+            self._expiry.append((now + ttl, event.resource, object_key(event.object), event.rv))
+        if self._expiry and self._expiry[0][0] <= now and not self._expiring:
+            await self._expire(now)
+
+    def track_expiry(self, resource: str, key: Key, rv: int) -> None:
+        """Start the TTL of a stored object at the next write (durable backends call this for
+        the objects they load: the deadline of the previous run is not known, so a restart gives
+        them a full TTL, as an etcd lease's TTL restarts with a new leader)."""
+        if resource in self._ttl:
+            self._expiry_loaded.append((resource, key, rv))
+
+    async def _expire(self, now: float) -> None:
+        self._expiring = True
+        try:
+            expiry = self._expiry
+            while expiry and expiry[0][0] <= now and not self._closed:
+                _deadline, resource, key, rv = expiry.popleft()
+                current = self._lookup(resource, key)
+                if current is None or resource_version_of(current) != rv:
+                    continue  # deleted, or written again (a later deadline covers it)
+                try:
+                    await self.delete(resource, key[0], key[1], expected_rv=rv)
+                except (NotFoundError, ConflictError):
+                    continue
+                except Exception:  # best effort: the write that got here has succeeded
+                    log.exception("could not delete expired %s %s; retrying after the next write",
+                                  resource, _display(key))
+                    expiry.appendleft((now, resource, key, rv))
+                    break
+        finally:
+            self._expiring = False
 
     async def delete(self, resource: str, namespace: str, name: str, *,
                      expected_rv: int | None = None, expected_uid: str | None = None) -> Obj:
@@ -272,12 +351,17 @@ class MemoryStore(Store):
         self._assigned_rv += 1
         return self._assigned_rv
 
+    def _shared(self, obj: Obj) -> Obj:
+        """The object about to be stored, its sub-trees replaced by equal ones already stored."""
+        canonical = self._canonical
+        return obj if canonical is None else canonical.object(obj)
+
     def _prepare_create(self, resource: str, obj: Obj) -> WatchEvent:
         key = object_key(obj)
         if self._lookup(resource, key) is not None:
             raise KeyExistsError(f"{resource} {_display(key)} already exists")
         rv = self._next_rv()
-        return WatchEvent(ADDED, with_resource_version(obj, rv), rv, resource, None)
+        return WatchEvent(ADDED, self._shared(with_resource_version(obj, rv)), rv, resource, None)
 
     def _prepare_update(self, resource: str, obj: Obj, expected_rv: int | None) -> WatchEvent:
         key = object_key(obj)
@@ -288,7 +372,7 @@ class MemoryStore(Store):
             raise ConflictError(f"{resource} {_display(key)}: resourceVersion {expected_rv} is stale "
                                 f"(stored {resource_version_of(current)})")
         rv = self._next_rv()
-        return WatchEvent(MODIFIED, with_resource_version(obj, rv), rv, resource, current)
+        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv)), rv, resource, current)
 
     def _prepare_delete(self, resource: str, key: Key, expected_rv: int | None,
                         expected_uid: str | None) -> WatchEvent:

@@ -43,7 +43,8 @@ from pathlib import Path
 import orjson
 
 from everynode.storage.base import Obj, StorageError, WatchEvent
-from everynode.storage.memory import Key, MemoryStore, ResourceIndex, object_key
+from everynode.storage.canonical import DEFAULT_CAPACITY
+from everynode.storage.memory import EVENT_TTL, Key, MemoryStore, ResourceIndex, object_key
 from everynode.storage.watch import DELETED
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,10 @@ PendingKey = tuple[str, str, str]  # (resource, namespace, name)
 
 class SqliteStore(MemoryStore):
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, history: int = 10_000,
-                 watcher_backlog: int = 100_000) -> None:
-        super().__init__(history=history, watcher_backlog=watcher_backlog)
+                 watcher_backlog: int = 100_000, share_capacity: int = DEFAULT_CAPACITY,
+                 event_ttl: float | None = EVENT_TTL) -> None:
+        super().__init__(history=history, watcher_backlog=watcher_backlog, share_capacity=share_capacity,
+                         event_ttl=event_ttl)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = _open(self.path, fsync=fsync)
@@ -102,8 +105,9 @@ class SqliteStore(MemoryStore):
                 if current is not None:
                     self._indexes.setdefault(current, ResourceIndex()).load_sorted(batch)
                 current, batch = resource, []
-            obj = orjson.loads(value)
+            obj = self._shared(orjson.loads(value))
             batch.append(((namespace, name), obj))
+            self.track_expiry(resource, (namespace, name), int(obj["metadata"]["resourceVersion"]))
             max_rv = max(max_rv, int(obj["metadata"]["resourceVersion"]))
         if current is not None:
             self._indexes.setdefault(current, ResourceIndex()).load_sorted(batch)

@@ -302,3 +302,32 @@ def test_pod_deletion_frees_the_port_for_a_waiting_pod() -> None:
             await eventually(b_bound)
 
     run_virtual(main())
+
+
+def test_a_status_update_of_a_bound_pod_replaces_the_cached_version() -> None:
+    """The cache keeps the bound pod's current version, not the one seen at binding (which the
+    store and the informers have long dropped): usage unchanged, the old version not kept alive."""
+    async def main() -> None:
+        async with Cluster(kubelet=False) as c:
+            await c.node("n1")
+            await c.pod("web", cpu="1")
+
+            async def bound() -> bool:
+                return bool((await c.get_pod("web"))["spec"].get("nodeName"))
+
+            await eventually(bound)
+            pod = await c.get_pod("web")
+            await c.client.update("pods", {**pod, "status": {**pod["status"], "phase": "Running"}},
+                                  subresource="status")
+            latest = await c.get_pod("web")
+
+            async def refreshed() -> bool:
+                info = c.scheduler.cache.node("n1")
+                pi = info.pods.get("default/web") if info is not None else None
+                return pi is not None and pi.pod["metadata"]["resourceVersion"] == latest["metadata"]["resourceVersion"]
+
+            await eventually(refreshed)
+            info = c.scheduler.cache.node("n1")
+            assert info.req_milli_cpu == 1000 and len(info.pods) == 1
+
+    run_virtual(main())

@@ -415,3 +415,21 @@ async def test_shared_factory_shares_informers():
     await asyncio.wait_for(factory.wait_for_sync(), 2)
     await factory.stop()
     assert not a.started
+
+
+@pytest.mark.parametrize(("ops", "expected"), [
+    ([("+", "a")], "a"),  # one key: kept as a plain str
+    ([("+", "a"), ("+", "a")], "a"),
+    ([("+", "a"), ("+", "b")], {"a", "b"}),
+    ([("+", "a"), ("+", "b"), ("-", "a")], "b"),  # back to one key
+    ([("+", "a"), ("+", "b"), ("+", "c"), ("-", "a")], {"b", "c"}),
+    ([("+", "a"), ("-", "a")], None),
+    ([("+", "a"), ("-", "b")], "a"),
+    ([("-", "a")], None),
+    ([("+", "a"), ("+", "b"), ("-", "a"), ("-", "b")], None),
+])
+def test_index_entries_hold_one_key_as_a_str(ops: list[tuple[str, str]], expected: Any) -> None:
+    index: dict[str, Any] = {}
+    for op, key in ops:
+        (informer_mod._index_put if op == "+" else informer_mod._index_drop)(index, "v", key)
+    assert index.get("v") == expected

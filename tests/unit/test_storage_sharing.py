@@ -1,0 +1,234 @@
+"""Structural sharing of stored objects (storage/canonical.py) and the Events TTL (storage/memory.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from everynode.api.meta import deep_copy
+from everynode.storage.canonical import Canonicalizer
+from everynode.storage.memory import EVENT_TTL, MemoryStore
+from everynode.storage.sqlite import SqliteStore
+from everynode.virtualtime import run_virtual
+
+
+def pod(name: str, node: str, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {"app": "agent"}},
+        "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "agent:1", "resources": {}}],
+                 "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                  "effect": "NoExecute", "tolerationSeconds": 300}]},
+        "status": {"phase": "Running", "ready": True, "restarts": 1, "ratio": 1.0},
+    }
+
+
+def containers_of(value: Any) -> list[Any]:
+    out, stack = [], [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict | list):
+            out.append(x)
+            stack.extend(x.values() if isinstance(x, dict) else x)
+    return out
+
+
+# -- the canonicalizer ----------------------------------------------------------------------------
+
+
+def test_equal_subtrees_of_different_objects_become_one() -> None:
+    canon = Canonicalizer()
+    a = canon.object(deep_copy(pod("a", "n1")))
+    b = canon.object(deep_copy(pod("b", "n2")))
+    assert a["spec"]["containers"] is b["spec"]["containers"]
+    assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert a["status"] is b["status"]
+    assert a["spec"] is not b["spec"]  # nodeName differs
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]  # strings are shared too
+
+
+def test_values_are_unchanged() -> None:
+    canon = Canonicalizer()
+    originals = [pod(f"p{i}", f"n{i % 3}") for i in range(20)]
+    stored = [canon.object(deep_copy(p)) for p in originals]
+    for given, kept in zip(originals, stored, strict=True):
+        assert orjson.dumps(kept) == orjson.dumps(given)  # same content, same key order, same types
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ({"v": True}, {"v": 1}),
+    ({"v": 1}, {"v": 1.0}),
+    ({"v": False}, {"v": 0}),
+    ({"v": [1]}, {"v": [True]}),
+    ({"v": "1"}, {"v": 1}),
+    ({"v": {}}, {"v": []}),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}),  # key order is part of the content kept
+])
+def test_only_identical_json_is_shared(first: dict[str, Any], second: dict[str, Any]) -> None:
+    canon = Canonicalizer()
+    a = canon.object({"metadata": {"name": "a"}, "spec": deep_copy(first)})
+    b = canon.object({"metadata": {"name": "b"}, "spec": deep_copy(second)})
+    assert a["spec"] is not b["spec"]
+    assert orjson.dumps(a["spec"]) == orjson.dumps(first)
+    assert orjson.dumps(b["spec"]) == orjson.dumps(second)
+
+
+def test_no_container_appears_twice_in_one_object() -> None:
+    """Equal sub-trees at different places of one object stay distinct: copy.deepcopy (jsonpatch)
+    keeps aliases, and a patch of one place would otherwise change the other."""
+    canon = Canonicalizer()
+    labels = {"app": "ds"}
+    shared_by_caller = {"x": {"y": 1}}
+    obj = {"metadata": {"name": "ds", "labels": dict(labels)},
+           "spec": {"selector": {"matchLabels": dict(labels)},
+                    "template": {"metadata": {"labels": dict(labels)}}},
+           "a": shared_by_caller, "b": shared_by_caller}
+    for _ in range(2):  # the second time every sub-tree is already known
+        stored = canon.object(deep_copy(obj) if _ else obj)
+        found = containers_of({k: v for k, v in stored.items() if k != "metadata"}) + \
+            containers_of([v for v in stored["metadata"].values()])
+        assert len({id(c) for c in found}) == len(found)
+        patched = copy.deepcopy(stored)
+        patched["metadata"]["labels"]["x"] = "y"
+        assert patched["spec"]["selector"]["matchLabels"] == {"app": "ds"}
+
+
+def test_an_already_canonical_subtree_is_kept_as_is() -> None:
+    canon = Canonicalizer()
+    first = canon.object(deep_copy(pod("a", "n1")))
+    again = {**first, "metadata": dict(first["metadata"])}  # an update carrying sub-trees over
+    second = canon.object(again)
+    assert second["spec"] is first["spec"]
+    assert second["status"] is first["status"]
+
+
+def test_a_canonical_subtree_moved_to_another_place_is_copied() -> None:
+    canon = Canonicalizer()
+    first = canon.object({"metadata": {"name": "a"}, "spec": {"x": {"k": "v"}}})
+    inner = first["spec"]["x"]
+    second = canon.object({"metadata": {"name": "b"}, "spec": {"x": inner, "y": inner}})
+    assert second["spec"]["x"] is inner
+    assert second["spec"]["y"] == inner and second["spec"]["y"] is not inner
+
+
+def test_tables_are_bounded() -> None:
+    canon = Canonicalizer(capacity=50)
+    for i in range(500):
+        canon.object({"metadata": {"name": f"p{i}"}, "spec": {"unique": {"n": i, "s": f"s{i}"}, "same": {"a": [1]}}})
+    assert canon.entries() <= 3 * 2 * 50
+    # Sub-trees written all along stay shared across generations.
+    a = canon.object({"metadata": {"name": "x"}, "spec": {"same": {"a": [1]}}})
+    b = canon.object({"metadata": {"name": "y"}, "spec": {"same": {"a": [1]}}})
+    assert a["spec"]["same"] is b["spec"]["same"]
+
+
+def test_values_that_are_not_json_pass_through() -> None:
+    canon = Canonicalizer()
+    odd = {1: "int key"}
+    stored = canon.object({"metadata": {"name": "a"}, "spec": {"odd": odd, "none": None, "f": 1.5}})
+    assert stored["spec"]["odd"] is odd
+    assert stored["spec"]["none"] is None and stored["spec"]["f"] == 1.5
+
+
+def test_capacity_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        Canonicalizer(capacity=0)
+
+
+# -- the stores share --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_stores_share_equal_subtrees(backend: str, tmp_path) -> None:
+    store = MemoryStore() if backend == "memory" else SqliteStore(tmp_path / "s.db")
+    try:
+        a = await store.create("pods", deep_copy(pod("a", "n1")))
+        b = await store.create("pods", deep_copy(pod("b", "n2")))
+        assert a["spec"]["containers"] is b["spec"]["containers"]
+        updated = await store.update("pods", {**deep_copy(b), "status": {"phase": "Failed"}})
+        assert updated["spec"]["containers"] is a["spec"]["containers"]
+        assert store.get("pods", "default", "b")["status"] == {"phase": "Failed"}
+    finally:
+        await store.close()
+    if backend == "sqlite":  # objects loaded from disk are shared too
+        reopened = SqliteStore(tmp_path / "s.db")
+        try:
+            a, b = reopened.get("pods", "default", "a"), reopened.get("pods", "default", "b")
+            assert a["spec"]["containers"] is b["spec"]["containers"]
+        finally:
+            await reopened.close()
+
+
+async def test_sharing_can_be_turned_off() -> None:
+    store = MemoryStore(share_capacity=0)
+    a = await store.create("pods", deep_copy(pod("a", "n1")))
+    b = await store.create("pods", deep_copy(pod("b", "n2")))
+    assert a["spec"]["containers"] is not b["spec"]["containers"]
+
+
+# -- Events expire ----------------------------------------------------------------------------------
+
+
+def event(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+            "reason": "Test", "message": name}
+
+
+def test_events_expire_after_the_ttl_since_their_last_write() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        store = MemoryStore()
+        watch = store.watch("events")
+        await store.create("events", event("old"))
+        await store.create("events", event("renewed"))
+        await asyncio.sleep(EVENT_TTL / 2)
+        renewed = store.get("events", "default", "renewed")
+        await store.update("events", {**renewed, "count": 2})  # a repeat: its TTL starts again
+        await asyncio.sleep(EVENT_TTL / 2 + 1)
+        assert store.get("events", "default", "old") is not None  # nothing written since: still there
+        await store.create("pods", pod("p", "n1"))  # any write deletes what has expired
+        assert store.get("events", "default", "old") is None
+        assert store.get("events", "default", "renewed") is not None
+        await asyncio.sleep(EVENT_TTL / 2)
+        await store.create("events", event("new"))
+        assert store.get("events", "default", "renewed") is None
+        assert store.get("events", "default", "new") is not None
+        types = [(e.type, e.object["metadata"]["name"]) for e in watch.drain()]
+        assert ("DELETED", "old") in types and ("DELETED", "renewed") in types
+        assert store.count("pods") == 1  # other resources never expire
+        assert loop.time() >= 1.5 * EVENT_TTL
+        await store.close()
+
+    run_virtual(scenario())
+
+
+def test_events_loaded_from_disk_get_a_full_ttl(tmp_path) -> None:
+    async def write() -> None:
+        store = SqliteStore(tmp_path / "e.db")
+        await store.create("events", event("e1"))
+        await store.close()
+
+    async def reopen() -> None:
+        store = SqliteStore(tmp_path / "e.db")
+        await store.create("pods", pod("p", "n1"))  # starts the loaded events' TTL
+        await asyncio.sleep(EVENT_TTL - 1)
+        await store.create("pods", pod("q", "n1"))
+        assert store.get("events", "default", "e1") is not None
+        await asyncio.sleep(2)
+        await store.create("pods", pod("r", "n1"))
+        assert store.get("events", "default", "e1") is None
+        await store.close()
+
+    run_virtual(write())
+    run_virtual(reopen())
+
+
+async def test_event_ttl_can_be_turned_off() -> None:
+    store = MemoryStore(event_ttl=None)
+    await store.create("events", event("e1"))
+    assert not store._expiry
