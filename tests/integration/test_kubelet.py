@@ -141,6 +141,55 @@ def test_lease_is_renewed_every_heartbeat_interval() -> None:
     run_virtual(main())
 
 
+def test_lease_renewal_is_an_update_of_the_held_copy() -> None:
+    """As the kubelet's lease controller: renewals PUT the Lease our last write returned (no GET,
+    no patch); someone else's write makes the next PUT conflict, which is resolved with one GET;
+    a deleted Lease is created again."""
+
+    async def main() -> None:
+        async with Cluster() as c:
+            calls: list[tuple[str, str]] = []
+            real_update, real_get, real_patch = c.client.update, c.client.get, c.client.patch
+
+            async def update(resource: str, obj: Obj, **kw: Any) -> Obj:
+                calls.append(("update", resource))
+                return await real_update(resource, obj, **kw)
+
+            async def get(resource: str, name: str, **kw: Any) -> Obj:
+                calls.append(("get", resource))
+                return await real_get(resource, name, **kw)
+
+            async def patch(resource: str, name: str, body: Any, **kw: Any) -> Obj:
+                calls.append(("patch", resource))
+                return await real_patch(resource, name, body, **kw)
+
+            c.client.update, c.client.get, c.client.patch = update, get, patch  # type: ignore[method-assign]
+            leases = "leases.coordination.k8s.io"
+            await c.node("w1")
+            await asyncio.sleep(5)
+            calls.clear()
+            await asyncio.sleep(30)
+            assert [k for k in calls if k[1] == leases] == [("update", leases)] * 3
+            before = await real_get(leases, "w1", namespace="kube-node-lease")
+            # Another writer: our held copy is stale now.
+            await real_patch(leases, "w1", {"metadata": {"labels": {"x": "y"}}}, namespace="kube-node-lease")
+            calls.clear()
+            await asyncio.sleep(10)
+            assert [k for k in calls if k[1] == leases] == [("update", leases), ("get", leases), ("update", leases)]
+            after = await real_get(leases, "w1", namespace="kube-node-lease")
+            assert after["metadata"]["labels"] == {"x": "y"}  # kept: the renewal changes renewTime only
+            assert parse_rfc3339(after["spec"]["renewTime"]) - parse_rfc3339(before["spec"]["renewTime"]) == 10
+            assert after["metadata"]["ownerReferences"][0]["name"] == "w1"
+            await c.client.delete(leases, "w1", namespace="kube-node-lease")
+            await asyncio.sleep(10)
+            recreated = await real_get(leases, "w1", namespace="kube-node-lease")
+            assert recreated["metadata"]["uid"] != after["metadata"]["uid"]
+            assert recreated["spec"]["holderIdentity"] == "w1"
+            assert c.kubelet.errors == 0
+
+    run_virtual(main())
+
+
 def test_stopped_kubelet_stops_renewing_and_resumes() -> None:
     async def main() -> None:
         async with Cluster() as c:
