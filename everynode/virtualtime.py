@@ -110,6 +110,19 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         self._virtual_now = target
         self._jumps += 1
 
+    def _run_once(self) -> None:
+        # asyncio runs a timer as soon as it is due within the clock's resolution, even when
+        # other callbacks are ready and the clock does not jump.  A callback that re-checks
+        # ``loop.time() >= deadline`` (the store's watch waits, the bookmark loop) would then see
+        # itself early, re-arm, and — with two of them — keep the loop busy forever without time
+        # ever advancing.  So the virtual clock reads the due timer's time while it runs.
+        scheduled = self._scheduled
+        if scheduled:
+            when = scheduled[0]._when
+            if self._virtual_now < when < self._virtual_now + self._clock_resolution:
+                self._virtual_now = when
+        super()._run_once()  # type: ignore[misc]
+
     def freeze(self) -> None:
         """Stop virtual time from jumping (nestable): the loop then waits for real events only.
 

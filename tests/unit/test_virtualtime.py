@@ -168,3 +168,36 @@ def test_frozen_loop_does_not_jump() -> None:
     t0, at_thaw, t1 = run_virtual(main())
     assert at_thaw == t0  # no jump while frozen, though a timer was due
     assert t1 - t0 == pytest.approx(100)
+
+
+def test_timer_due_within_clock_resolution_sees_its_deadline_while_other_work_runs() -> None:
+    """Two tasks that wait on a timer and re-arm it until ``loop.time() >= deadline`` (the store's
+    watch waits), with deadlines a few ulps apart: asyncio runs a timer early when it is due
+    within the clock's resolution and other work is ready; the two tasks' wake-ups keep work
+    ready for each other, so unless the virtual clock then reads the timer's time they re-arm
+    forever and time never advances (the loop hangs)."""
+    import threading
+
+    async def wait_until(deadline: float, *, stagger: int) -> float:
+        loop = asyncio.get_running_loop()
+        for _ in range(stagger):
+            await asyncio.sleep(0)  # arm one loop iteration after the other task
+        while True:
+            waiter = loop.create_future()
+            loop.call_at(deadline, waiter.set_result, None)
+            await waiter
+            if loop.time() >= deadline:
+                return loop.time()
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(120.1)
+        now = loop.time()
+        return await asyncio.gather(*(wait_until(now + 1e-12 * k, stagger=k) for k in (1, 2)))
+
+    result: list[list[float]] = []
+    worker = threading.Thread(target=lambda: result.append(run_virtual(main())), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "virtual loop spun without advancing time"
+    assert result and all(t > 120.1 for t in result[0])
