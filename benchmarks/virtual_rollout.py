@@ -13,9 +13,11 @@ time, so the expectation is
 (tests/integration/test_virtual_time.py checks the same formula at a smaller N).
 
 Wall-time cost grows as O(N²): the rollout lasts N × S simulated seconds, and every simulated
-second carries work proportional to N (each node's lease is renewed every 10 s, the node
-health monitor walks all nodes every 5 s, and the rolling-update planner is O(N) per sync,
-as upstream).  ``--max-steps K`` stops after K nodes have been rolled, for measuring the per-step
+second carries work proportional to N — each node's kubelet renews its Lease every 10 s (a
+real API write, watched by the node lifecycle controller) and reports its status every 5 min.
+The rest is O(changes): the health monitor visits only nodes that changed or whose deadline
+passed, and the rolling-update planner re-classifies only nodes whose pods changed (upstream
+walks all nodes in both).  ``--max-steps K`` stops after K nodes have been rolled, for measuring the per-step
 cost at sizes whose full rollout would take hours; the report then extrapolates.
 
 Usage::
