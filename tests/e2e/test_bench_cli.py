@@ -1,0 +1,46 @@
+"""`everynode bench --json`: the DESIGN contract's result keys, through the real command line.
+
+Tiny clusters only: this checks the contract (keys, types, ``ratio = seconds / floor_seconds``),
+never the figures — benchmarks are not timed tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CONTRACT = {"scenario": str, "nodes": int, "transport": str, "seconds": float, "cpu_seconds": float,
+            "peak_rss_mib": float, "floor_seconds": float, "ratio": float}
+
+
+def bench(*args: str) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "everynode", "bench", *args, "--json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("scenario", ["converge", "rollout", "churn", "schedule"])
+def test_result_line_carries_the_contract_keys(scenario: str) -> None:
+    (result,) = bench(scenario, "--nodes", "12")
+    for key, kind in CONTRACT.items():
+        assert isinstance(result[key], kind | int if kind is float else kind), (key, result[key])
+    assert (result["scenario"], result["nodes"], result["transport"]) == (scenario, 12, "inprocess")
+    assert result["floor_seconds"] > 0
+    # both times are rounded to 0.1 ms in the output: the ratio lies within what that allows
+    seconds, floor = result["seconds"], result["floor_seconds"]
+    assert (seconds - 5e-5) / (floor + 5e-5) <= result["ratio"] <= (seconds + 5e-5) / (floor - 5e-5)
+
+
+def test_sync_reports_microseconds_per_sync() -> None:
+    (result,) = bench("sync", "--nodes", "12")
+    assert result["scenario"] == "sync" and result["us_per_sync"] > 0
+
+
+def test_unknown_scenario_is_a_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "everynode", "bench", "nosuch"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2 and "nosuch" in proc.stderr and "Traceback" not in proc.stderr
