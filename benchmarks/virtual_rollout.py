@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import resource
@@ -40,6 +41,7 @@ import time
 from typing import Any
 
 from everynode.api.meta import deep_copy
+from everynode.product.cli import GC_THRESHOLDS
 from everynode.product.cluster import Cluster
 from everynode.virtualtime import run_virtual
 
@@ -67,9 +69,10 @@ def _ready(pod: Obj) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-async def scenario(nodes: int, startup: float, max_steps: int | None) -> dict[str, Any]:
+async def scenario(nodes: int, startup: float, max_steps: int | None, *, grace: float = 50.0) -> dict[str, Any]:
     wall0 = time.perf_counter()
-    async with Cluster(nodes=nodes, control_planes=0, pod_startup=startup, virtual_time=True) as cluster:
+    async with Cluster(nodes=nodes, control_planes=0, pod_startup=startup, virtual_time=True,
+                       node_monitor_grace_period=grace) as cluster:
         loop = asyncio.get_running_loop()
         assert cluster.plane is not None
         ready_at: dict[str, tuple[str, float]] = {}  # uid -> (hash, loop time of first Ready)
@@ -139,11 +142,17 @@ def main() -> None:
     parser.add_argument("--startup", type=float, default=5.0)
     parser.add_argument("--max-steps", type=int, default=None,
                         help="stop after this many nodes have been rolled (default: all)")
+    parser.add_argument("--node-monitor-grace-period", type=float, default=50.0, dest="grace",
+                        help="upstream's 50 s by default; the kubelets' lease (0.8x) and renewal "
+                             "(1/5) scale with it, so a longer one means fewer heartbeat writes")
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLDS)  # as `everynode up` / `bench` (this is our own process)
     # At thousands of nodes the event recorders' bounded queues overflow during the initial burst
     # (by design: events are best-effort, as upstream's); count the drops instead of logging each.
     logging.getLogger("everynode.client.events").setLevel(logging.ERROR)
-    print(json.dumps(run_virtual(scenario(args.nodes, args.startup, args.max_steps))))
+    result = run_virtual(scenario(args.nodes, args.startup, args.max_steps, grace=args.grace))
+    result["node_monitor_grace_period"] = args.grace
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
