@@ -297,11 +297,10 @@ def _walk_unknown(node: Node, value: Any, path: str, out: list[str]) -> None:
         props = node.props
         for key, sub in value.items():
             child = props.get(key)
-            sub_path = f"{path}.{key}" if path else key
             if child is None:
-                out.append(sub_path)
+                out.append(f"{path}.{key}" if path else key)
             elif child.kind != "scalar" and child.kind != "open" and sub is not None:
-                _walk_unknown(child, sub, sub_path, out)
+                _walk_unknown(child, sub, f"{path}.{key}" if path else key, out)
     elif kind == "array":
         items = node.items
         if items is None or items.kind in ("scalar", "open") or not isinstance(value, list):

@@ -64,7 +64,8 @@ loads = orjson.loads
 DEFAULT_CAPACITY = 1 << 14  # entries per generation and table (module docstring)
 
 _LIST = object()  # tags list keys so that a list never matches a dict
-_EMPTY_DICT_KEY: tuple[Any, ...] = ()
+_EMPTY_DICT_TEXT_HASH = hash(dumps({}))
+_EMPTY_LIST_TEXT_HASH = hash(dumps([]))
 
 
 class _Generations:
@@ -114,10 +115,12 @@ class Canonicalizer:
 
     value: Callable[[Any], Any]
     """The canonical instance of a value (the value itself when it is the first of its kind)."""
-    object: Callable[[dict[str, Any]], dict[str, Any]]
-    """Canonicalise a stored object's content in place and return it.  The object and its
-    ``metadata`` must be private to the caller (the store's fresh copies); they are kept out of
-    the tables (module docstring).  No container ends up twice in the object."""
+    object: Callable[..., dict[str, Any]]
+    """``object(obj, previous=None)``: canonicalise a stored object's content in place and
+    return it.  The object and its ``metadata`` must be private to the caller (the store's fresh
+    copies); they are kept out of the tables (module docstring).  No container ends up twice in
+    the object.  ``previous`` is the stored version ``obj`` replaces, if any (its carried-over
+    children are skipped by identity)."""
 
     def __init__(self, *, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
@@ -126,6 +129,7 @@ class Canonicalizer:
         canonical = self._canonical = _Generations(capacity)  # id(canonical container) -> container
         # str -> str and int -> int; one table (a str never equals an int; bools are not entered).
         scalars = self._scalars = _Generations(capacity)
+        # (_Generations.put, inlined below for the container and identity tables)
 
         # One closure, locals only: this runs for every stored object, and attribute look-ups
         # and method calls would double its cost.  ``at`` is the hash of the value's path in its
@@ -140,6 +144,24 @@ class Canonicalizer:
             i = id(v)
             known = canonical.new.get(i) or canonical.old.get(i)
             if known is not None and known[0] is v and known[1] == at:
+                return v
+            if not v:
+                # ``{}`` / ``[]``: the key of its text without serialising it, confirmed by type
+                # (the same table entry ``dumps`` would give; empty leaves are a third of the
+                # containers in managedFields trees).
+                key = hash((at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH))
+                hit = containers.new.get(key)
+                if hit is not None and type(hit) is t and not hit:
+                    return hit
+                if hit is None:
+                    hit = containers.old.get(key)
+                    if hit is not None and type(hit) is t and not hit:
+                        return containers.intern(key, hit)
+                if known is not None and known[0] is v:
+                    v = t()  # canonical at another path (below): a private one
+                    i = id(v)
+                containers.put(key, v)
+                canonical.put(i, (v, at))
                 return v
             try:
                 text = dumps(v)
@@ -186,16 +208,53 @@ class Canonicalizer:
                         continue
                     if canon is not child:
                         v[n] = canon
-            containers.put(key, v)  # (replaces a colliding entry, if any)
-            canonical.put(i, (v, at))
+            # containers.put(key, v) and canonical.put(i, (v, at)), inlined (every miss ends here)
+            new = containers.new
+            if len(new) >= capacity and key not in new:
+                containers.old = new
+                new = containers.new = {}
+            new[key] = v  # (replaces a colliding entry, if any)
+            new = canonical.new
+            if len(new) >= capacity:  # (``i`` is in neither generation here: see ``known`` above)
+                canonical.old = new
+                new = canonical.new = {}
+            new[i] = (v, at)
             return v
 
-        def object_(obj: dict[str, Any]) -> dict[str, Any]:
+        def object_(obj: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+            # ``previous``: the stored version this one replaces.  A child that is the same
+            # object at the same place (an update carries it over) is canonical there already:
+            # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
+            before = list(previous.items()) if type(previous) is dict else ()
+            n_before = len(before)
             for n, (key, child) in enumerate(obj.items()):
-                if key == "metadata" and type(child) is dict:
+                ct = type(child)
+                if ct is str or ct is int:
+                    canon = scalars.new.get(child)
+                    if canon is None:
+                        canon = scalars.intern(child, child)
+                    if canon is not child:
+                        obj[key] = canon
+                    continue
+                if n < n_before:
+                    old_key, old_child = before[n]
+                    if old_child is child and old_key == key:
+                        continue
+                if key == "metadata" and ct is dict:
                     md_at = hash((0, n))
+                    old_md = before[n][1] if n < n_before and before[n][0] == "metadata" else None
+                    md_before = list(old_md.items()) if type(old_md) is dict else ()
+                    n_md_before = len(md_before)
                     for m, (mkey, mchild) in enumerate(child.items()):
-                        canon = value(mchild, hash((md_at, m)))
+                        mt = type(mchild)
+                        if mt is str or mt is int:
+                            canon = scalars.new.get(mchild)
+                            if canon is None:
+                                canon = scalars.intern(mchild, mchild)
+                        elif m < n_md_before and md_before[m][1] is mchild and md_before[m][0] == mkey:
+                            continue
+                        else:
+                            canon = value(mchild, hash((md_at, m)))
                         if canon is not mchild:
                             child[mkey] = canon
                     continue

@@ -351,10 +351,11 @@ class MemoryStore(Store):
         self._assigned_rv += 1
         return self._assigned_rv
 
-    def _shared(self, obj: Obj) -> Obj:
-        """The object about to be stored, its sub-trees replaced by equal ones already stored."""
+    def _shared(self, obj: Obj, previous: Obj | None = None) -> Obj:
+        """The object about to be stored, its sub-trees replaced by equal ones already stored
+        (``previous``: the stored version it replaces, whose carried-over parts are kept as are)."""
         canonical = self._canonical
-        return obj if canonical is None else canonical.object(obj)
+        return obj if canonical is None else canonical.object(obj, previous)
 
     def _prepare_create(self, resource: str, obj: Obj) -> WatchEvent:
         key = object_key(obj)
@@ -372,7 +373,7 @@ class MemoryStore(Store):
             raise ConflictError(f"{resource} {_display(key)}: resourceVersion {expected_rv} is stale "
                                 f"(stored {resource_version_of(current)})")
         rv = self._next_rv()
-        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv)), rv, resource, current)
+        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv), current), rv, resource, current)
 
     def _prepare_delete(self, resource: str, key: Key, expected_rv: int | None,
                         expected_uid: str | None) -> WatchEvent:

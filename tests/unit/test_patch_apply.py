@@ -143,3 +143,63 @@ def test_reapply_matches_ports_whose_protocol_key_was_defaulted():
     (entry,) = out["metadata"]["managedFields"]
     ports = entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"node-exporter"}']["f:ports"]
     assert list(ports) == ['k:{"containerPort":9100,"protocol":"TCP"}']
+
+
+_TREE = {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+         "f:spec": {"f:containers": {'k:{"name":"a"}': {".": {}, "f:image": {}}}, "f:nodeName": {}}}
+
+
+@pytest.mark.parametrize("tree", [_TREE, {}, {"f:status": {}}, {".": {}}, ["f:spec"], "f:spec"])
+@pytest.mark.parametrize("paths", [
+    set(),
+    {()},
+    {("f:status", "f:phase"), ("f:status", "f:podIP")},
+    {("f:status", "f:phase"), ("f:spec", "f:nodeName")},
+    {("f:spec",)},
+    {("f:spec", "f:containers", 'k:{"name":"a"}')},
+    {("f:spec", "f:containers", 'k:{"name":"b"}'), ("f:metadata", "f:labels", "f:app")},
+    {("f:metadata", "f:labels", "f:app", "f:deeper")},
+])
+def test_tree_has_any_is_any_tree_has(tree, paths):
+    from everynode.apiserver.patch.apply import _tree_has, _tree_has_any
+    assert _tree_has_any(tree, paths) == any(_tree_has(tree, p) for p in paths)
+
+
+# Objects whose field sets differ by one thing _collect reads; run in order (twice) so that a
+# memo keyed too loosely would answer one with another's field set.
+_CREATED = [
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": {"component": "c"}}),
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": {}, "source": {"component": "c"}}),
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": {}}),
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": "c"}),
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": {"component": {"x": 1}}}),
+    ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": {"host": "h"}}),
+    ("v1", "Event", {"metadata": {"name": "e", "labels": {"a": "b"}}, "reason": "R"}),
+    ("v1", "Event", {"metadata": {"name": "e", "labels": {"a": "b", "c": "d"}}, "reason": "R"}),
+    ("v1", "Event", {"metadata": {"name": "e", "labels": {}}, "reason": "R"}),
+    ("v1", "Event", {"metadata": {"name": "e", "finalizers": ["x"]}, "reason": "R"}),
+    ("v1", "Event", {"metadata": {"name": "e", "finalizers": ["y"]}, "reason": "R"}),
+    ("v1", "Event", {"metadata": {"name": "e"}, 1: "one"}),
+    ("v1", "Event", {"metadata": {"name": "e"}, True: "true"}),
+    ("v1", "ConfigMap", {"metadata": {"name": "c"}, "data": {"a": "1"}}),
+    ("v1", "ConfigMap", {"metadata": {"name": "c"}, "data": {"a": {"b": "1"}}}),
+    ("v1", "Pod", {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}, "status": {"phase": "Running"}}),
+    ("v1", "Pod", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}}),
+    ("v1", "Pod", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "b"}]}}),
+]
+
+
+@pytest.mark.parametrize("subresource", [None, "status"])
+def test_created_field_sets_are_the_plain_computation(subresource):
+    from everynode.api import schema
+    from everynode.apiserver.patch.apply import _collect, _created_fields, _tracked, _untracked_top
+
+    for _ in range(2):
+        for api_version, kind, obj in _CREATED:
+            node = schema.kind_node(api_version, kind)
+            skip = _untracked_top(api_version, kind, subresource)
+            plain: set = set()
+            _collect(obj, node, (), plain)
+            expected = _tracked(plain, skip)
+            got = _created_fields(obj, node, skip, (api_version, kind, subresource))
+            assert set(got) == expected, (kind, obj)

@@ -78,6 +78,39 @@ def test_only_identical_json_is_shared(first: dict[str, Any], second: dict[str, 
     assert orjson.dumps(b["spec"]) == orjson.dumps(second)
 
 
+@pytest.mark.parametrize(("first", "second", "shared"), [
+    ({"v": {}}, {"v": {}}, True),
+    ({"v": []}, {"v": []}, True),
+    ({"v": {}}, {"v": []}, False),  # same place, other type: never one for the other
+    ({"v": []}, {"v": {}}, False),
+    ({"v": {}}, {"w": {}}, True),  # a place is a position (the path of indexes), not a key
+    ({"v": {}}, {"y": 1, "v": {}}, False),  # other place (another position)
+])
+def test_empty_containers_are_shared_per_place_and_type(first: dict[str, Any], second: dict[str, Any],
+                                                        shared: bool) -> None:
+    """``{}`` and ``[]`` skip serialisation (canonical.py): the same rules as any container."""
+    canon = Canonicalizer()
+    a = canon.object({"metadata": {"name": "a"}, "spec": {"x": 0, **deep_copy(first)}})
+    b = canon.object({"metadata": {"name": "b"}, "spec": {"x": 0, **deep_copy(second)}})
+    assert orjson.dumps(a["spec"]) == orjson.dumps({"x": 0, **first})
+    assert orjson.dumps(b["spec"]) == orjson.dumps({"x": 0, **second})
+    empty_a = next(v for v in a["spec"].values() if v == {} or v == [])
+    empty_b = next(v for v in b["spec"].values() if v == {} or v == [])
+    assert (empty_a is empty_b) is shared
+    assert type(empty_a) is type(first[next(iter(first))])
+
+
+def test_an_empty_container_canonical_elsewhere_is_copied() -> None:
+    canon = Canonicalizer()
+    first = canon.object({"metadata": {"name": "a"}, "spec": {"x": {}}})
+    inner = first["spec"]["x"]
+    second = canon.object({"metadata": {"name": "b"}, "spec": {"x": inner, "y": inner, "z": []}})
+    assert second["spec"]["x"] is inner
+    assert second["spec"]["y"] == {} and second["spec"]["y"] is not inner
+    third = canon.object({"metadata": {"name": "c"}, "spec": {"x": {}, "y": {}, "z": []}})
+    assert third["spec"]["y"] is second["spec"]["y"] and third["spec"]["z"] is second["spec"]["z"]
+
+
 def test_no_container_appears_twice_in_one_object() -> None:
     """Equal sub-trees at different places of one object stay distinct: copy.deepcopy (jsonpatch)
     keeps aliases, and a patch of one place would otherwise change the other."""
@@ -105,6 +138,57 @@ def test_an_already_canonical_subtree_is_kept_as_is() -> None:
     second = canon.object(again)
     assert second["spec"] is first["spec"]
     assert second["status"] is first["status"]
+
+
+def _identity_pattern(objects: list[dict[str, Any]]) -> list[int]:
+    """Which containers are the same object, across ``objects``: each container's ordinal of
+    first appearance, in walk order."""
+    seen: dict[int, int] = {}
+    out: list[int] = []
+    for obj in objects:
+        for c in containers_of(obj):
+            out.append(seen.setdefault(id(c), len(seen)))
+    return out
+
+
+_UPDATES = {
+    "carry everything": lambda prev: {**prev, "metadata": dict(prev["metadata"])},
+    "new status": lambda prev: {**prev, "metadata": dict(prev["metadata"]),
+                                "status": {**prev["status"], "phase": "Failed"}},
+    "carried child also placed elsewhere": lambda prev: {**prev, "metadata": dict(prev["metadata"]),
+                                                         "extra": prev["spec"]},
+    "keys reordered": lambda prev: {"status": prev["status"], "metadata": dict(prev["metadata"]),
+                                    "spec": prev["spec"], "kind": "Pod", "apiVersion": "v1"},
+    "metadata child moved": lambda prev: {**prev, "metadata": {"x": 1, **prev["metadata"]}},
+    "metadata labels carried, spec new": lambda prev: {**prev, "metadata": dict(prev["metadata"]),
+                                                       "spec": deep_copy(prev["spec"])},
+    "labels placed in spec too": lambda prev: {**prev, "metadata": dict(prev["metadata"]),
+                                               "spec": {**prev["spec"], "l": prev["metadata"]["labels"]}},
+}
+
+
+@pytest.mark.parametrize("update", list(_UPDATES), ids=list(_UPDATES))
+def test_skipping_carried_over_children_is_the_plain_computation(update: str) -> None:
+    """``object(obj, previous)`` gives the same values and the same sharing as ``object(obj)``."""
+    results = []
+    for use_previous in (True, False):
+        canon = Canonicalizer()
+        stored = []
+        prev = canon.object(deep_copy(pod("a", "n1")))
+        stored.append(prev)
+        for step in range(3):
+            obj = _UPDATES[update](prev)
+            obj["metadata"]["resourceVersion"] = str(step)
+            prev = canon.object(obj, prev) if use_previous else canon.object(obj)
+            stored.append(prev)
+            stored.append(canon.object(deep_copy(pod(f"o{step}", "n2"))))  # another object meanwhile
+        results.append(stored)
+    with_previous, plain = results
+    assert [orjson.dumps(o) for o in with_previous] == [orjson.dumps(o) for o in plain]
+    assert _identity_pattern(with_previous) == _identity_pattern(plain)
+    for obj in with_previous:  # still no container twice in one object
+        found = containers_of(obj)
+        assert len({id(c) for c in found}) == len(found)
 
 
 def test_a_canonical_subtree_moved_to_another_place_is_copied() -> None:

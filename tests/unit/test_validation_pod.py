@@ -335,3 +335,38 @@ def test_pod_status_update_cannot_change_node_name() -> None:
     new["status"] = {"phase": "Running"}
     assert [(e.field, e.type, e.detail) for e in validate_status_update("pods", new, old)] == [
         ("status.nodeName", "Forbidden", "may not be changed directly")]
+
+
+# One toleration changed one input at a time, all at the same path: a memo of the toleration
+# check that left an input out of its key would answer one of them with another's errors.
+_TOLERATIONS = [
+    {"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "a", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "a", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 300},
+    {"key": "a", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "a", "operator": "Exists", "effect": "Bogus"},
+    {"key": "a", "operator": "Equal", "value": "v", "effect": "NoSchedule"},
+    {"key": "a", "operator": "Equal", "value": "bad value!", "effect": "NoSchedule"},
+    {"key": "a", "operator": "Exists", "value": "v"},
+    {"key": "a", "operator": "In"},
+    {"key": "", "operator": "Equal"},
+    {"operator": "Exists"},
+    {"key": "bad key!", "operator": "Exists"},
+    {"key": "a", "operator": 1, "effect": ["x"], "tolerationSeconds": 0},
+    {"key": "a", "tolerationSeconds": None},
+    {},
+]
+
+
+def test_toleration_checks_are_the_plain_computation() -> None:
+    from everynode.api.validation.meta import as_str
+    from everynode.api.validation.pod import _validate_toleration, validate_tolerations
+
+    for _ in range(2):  # the second round answers from the memo
+        for tol in _TOLERATIONS:
+            plain = _validate_toleration("spec.tolerations[0]", as_str(tol.get("key")), as_str(tol.get("operator")),
+                                         as_str(tol.get("effect")), as_str(tol.get("value")),
+                                         tol.get("tolerationSeconds") is not None)
+            assert validate_tolerations([tol], "spec.tolerations") == plain, tol
+        both = validate_tolerations([_TOLERATIONS[6], "not an object", _TOLERATIONS[4]], "x")
+        assert [e.field for e in both] == ["x[0].operator", "x[1].operator", "x[2].effect"]

@@ -673,31 +673,54 @@ def _validate_init_containers(init: Any, regular: Any, volumes: dict[str, Obj], 
 def validate_tolerations(tolerations: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for i, tol in dicts(tolerations):
-        tol_path = index(path, i)
-        tol_key = as_str(tol.get("key"))
-        operator = as_str(tol.get("operator"))
-        effect = as_str(tol.get("effect"))
-        value = as_str(tol.get("value"))
-        if tol_key:
-            errs.extend(validate_label_name(tol_key, child(tol_path, "key")))
-        if not tol_key and operator != "Exists":
-            errs.append(field.invalid(child(tol_path, "operator"), operator,
-                                      'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
-        if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errs.append(field.invalid(child(tol_path, "effect"), effect,
-                                      "effect must be 'NoExecute' when `tolerationSeconds` is set"))
-        if operator in ("Equal", ""):
-            msgs = is_valid_label_value(value)
-            if msgs:
-                errs.append(field.invalid(child(tol_path, "operator"), value, ";".join(msgs)))
-        elif operator == "Exists":
-            if value:
-                errs.append(field.invalid(child(tol_path, "operator"), value,
-                                          "value must be empty when `operator` is 'Exists'"))
-        else:
-            errs.append(field.not_supported(child(tol_path, "operator"), operator, ["Equal", "Exists"]))
-        if effect and effect not in TAINT_EFFECTS:
-            errs.append(field.not_supported(child(tol_path, "effect"), effect, TAINT_EFFECTS))
+        errs.extend(_toleration_errors(tol, index(path, i)))
+    return errs
+
+
+# (path, key, operator, effect, value, tolerationSeconds set) -> the errors of that toleration.
+# Every DaemonSet pod carries the same ~8 tolerations (the controller's defaults), and checking
+# them (label name and value syntax) was a visible share of a pod create.  The key holds every
+# input the check reads, so a hit is the plain computation's answer; FieldErrors are frozen.
+_TOLERATION_ERRORS: dict[tuple[str, str, str, str, str, bool], tuple[FieldError, ...]] = {}
+_TOLERATION_ERRORS_MAX = 4096
+
+
+def _toleration_errors(tol: Obj, tol_path: str) -> tuple[FieldError, ...]:
+    memo_key = (tol_path, as_str(tol.get("key")), as_str(tol.get("operator")), as_str(tol.get("effect")),
+                as_str(tol.get("value")), tol.get("tolerationSeconds") is not None)
+    errs = _TOLERATION_ERRORS.get(memo_key)
+    if errs is None:
+        errs = tuple(_validate_toleration(*memo_key))
+        if len(_TOLERATION_ERRORS) >= _TOLERATION_ERRORS_MAX:
+            _TOLERATION_ERRORS.clear()
+        _TOLERATION_ERRORS[memo_key] = errs
+    return errs
+
+
+def _validate_toleration(tol_path: str, tol_key: str, operator: str, effect: str, value: str,
+                         has_seconds: bool) -> list[FieldError]:
+    """Upstream ``validateTolerations`` for one toleration (its fields already read as strings)."""
+    errs: list[FieldError] = []
+    if tol_key:
+        errs.extend(validate_label_name(tol_key, child(tol_path, "key")))
+    if not tol_key and operator != "Exists":
+        errs.append(field.invalid(child(tol_path, "operator"), operator,
+                                  'operator must be Exists when `key` is empty, which means "match all values and all keys"'))
+    if has_seconds and effect != "NoExecute":
+        errs.append(field.invalid(child(tol_path, "effect"), effect,
+                                  "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    if operator in ("Equal", ""):
+        msgs = is_valid_label_value(value)
+        if msgs:
+            errs.append(field.invalid(child(tol_path, "operator"), value, ";".join(msgs)))
+    elif operator == "Exists":
+        if value:
+            errs.append(field.invalid(child(tol_path, "operator"), value,
+                                      "value must be empty when `operator` is 'Exists'"))
+    else:
+        errs.append(field.not_supported(child(tol_path, "operator"), operator, ["Equal", "Exists"]))
+    if effect and effect not in TAINT_EFFECTS:
+        errs.append(field.not_supported(child(tol_path, "effect"), effect, TAINT_EFFECTS))
     return errs
 
 

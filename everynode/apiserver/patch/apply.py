@@ -140,10 +140,11 @@ def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
             values = node.values if kind == "map" else None
             if kind == "map" and path:
                 out.add(path)
+        elements = _FIELD_ELEMENTS
         for key, sub in value.items():
             # node.child(key), inlined: this loop visits every field of every created object.
             child = props.get(key) if props is not None else values
-            sub_path = (*path, _field_element(key))
+            sub_path = (*path, elements.get(key) or _field_element(key))
             if child is not None and isinstance(sub, (dict, list)) and child.kind not in ("scalar", "open"):
                 _collect(sub, child, sub_path, out)
             else:
@@ -518,9 +519,9 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     removed: set[Path] = set()
     if old:
         _diff(old, new, node, (), changed, removed)
+        changed = _tracked(changed, skip)
     else:
-        _collect(new, node, (), changed)
-    changed = _tracked(changed, skip)
+        changed = _created_fields(new, node, skip, (api_version, kind, subresource))
     if removed:
         removed = _tracked(removed, skip)
     result = dict(new)
@@ -548,7 +549,7 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         if _identity(entry) == me:
             found = True
             stamp = time if changed else entry.get("time", time)
-            if _tree_has_all(tree, changed) and not (removed and any(_tree_has(tree, p) for p in removed)):
+            if _tree_has_all(tree, changed) and not (removed and _tree_has_any(tree, removed)):
                 # The common write: a manager changing values of fields it already owns (a
                 # lease renewal, a status heartbeat): the field set is the same, only the time moves.
                 rendered.append(entry if entry.get("time") == stamp else {**entry, "time": stamp})
@@ -556,7 +557,7 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
             paths = (parse_fields_v1(tree) - removed) | changed
             if paths:
                 rendered.append(_make_entry(me[0], operation, api_version, stamp, paths, subresource))
-        elif old and any(_tree_has(tree, p) for p in touched):
+        elif old and _tree_has_any(tree, touched):
             paths = parse_fields_v1(tree) - touched
             if paths:
                 rendered.append({**entry, "fieldsV1": fields_v1(paths)})
@@ -571,11 +572,74 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     return result
 
 
+# (api_version, kind, subresource, shape) -> the tracked field set of a created object.
+_CREATED_FIELDS: dict[tuple[Any, ...], frozenset[Path]] = {}
+_CREATED_FIELDS_MAX = 4096
+
+
+def _created_fields(new: dict[str, Any], node: Node | None, skip: frozenset[str],
+                    memo_key: tuple[Any, ...]) -> set[Path] | frozenset[Path]:
+    """``_tracked(_collect(new))``, memoised on ``new``'s shape when it has one (:func:`_shape`).
+
+    Every Event, and every other object of one kind created by one component, has the same
+    keys: the field set is then known without building its paths again."""
+    shape = _shape(new)
+    if shape is None:
+        out: set[Path] = set()
+        _collect(new, node, (), out)
+        return _tracked(out, skip)
+    key = (*memo_key, shape)
+    fields = _CREATED_FIELDS.get(key)
+    if fields is None:
+        out = set()
+        _collect(new, node, (), out)
+        fields = frozenset(_tracked(out, skip))
+        if len(_CREATED_FIELDS) >= _CREATED_FIELDS_MAX:
+            _CREATED_FIELDS.clear()
+        _CREATED_FIELDS[key] = fields
+    return fields
+
+
+def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Everything :func:`_collect` reads of a list-free object: its keys, and for each whether
+    the value is an object (with that object's shape).  None when there is a list (the members
+    of keyed lists and sets depend on values) or a key that is not a string (``True`` and ``1``
+    would be one key here but two members)."""
+    parts: list[Any] = []
+    for k, v in value.items():
+        if type(k) is not str:
+            return None
+        if isinstance(v, dict):
+            sub = _shape(v)
+            if sub is None:
+                return None
+            parts.append((k, sub))
+        elif isinstance(v, list):
+            return None
+        else:
+            parts.append(k)
+    return tuple(parts)
+
+
 def _tree_has_all(tree: dict[str, Any], paths: set[Path]) -> bool:
     for path in paths:
         if not _tree_has(tree, path):
             return False
     return True
+
+
+def _tree_has_any(tree: dict[str, Any], paths: set[Path]) -> bool:
+    """``any(_tree_has(tree, p) for p in paths)``, without walking the paths whose first element
+    the tree does not have (a status write touches ~50 ``f:status`` paths, and the entry of the
+    manager that created the object usually has no ``f:status`` at all)."""
+    if not isinstance(tree, dict):
+        return any(_tree_has(tree, p) for p in paths)
+    for path in paths:
+        if path and path[0] not in tree:
+            continue  # _tree_has would stop at the first element
+        if _tree_has(tree, path):
+            return True
+    return False
 
 
 def _tree_has(tree: dict[str, Any], path: Path) -> bool:
