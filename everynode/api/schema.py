@@ -230,24 +230,19 @@ def unknown_fields(api_version: str, kind: str, obj: Mapping[str, Any], *,
     if node is None:
         return []
     out: list[str] = []
-    if known is None:
-        _walk_unknown(node, obj, "", out)
-    else:
-        _walk_changed(node, obj, known, "", out)
+    _walk(node, obj, _ABSENT if known is None else known, "", out)
     return out
 
 
-def _walk_changed(node: Node, value: Any, known: Any, path: str, out: list[str]) -> None:
-    """:func:`_walk_unknown` for the parts of ``value`` that differ from ``known`` (the caller
-    has seen that the two differ)."""
+def _walk(node: Node, value: Any, known: Any, path: str, out: list[str]) -> None:
+    """Append the unknown fields of ``value`` to ``out``, skipping the parts equal to ``known``
+    (the same place in an earlier, clean version of the object; ``_ABSENT`` where there is none)."""
     kind = node.kind
     if kind == "object":
         if not isinstance(value, dict):
             return
-        if not isinstance(known, dict):
-            _walk_unknown(node, value, path, out)
-            return
         props = node.props
+        known_map = known if isinstance(known, dict) else _NOTHING_KNOWN
         for key, sub in value.items():
             child = props.get(key)
             if child is None:
@@ -255,11 +250,10 @@ def _walk_changed(node: Node, value: Any, known: Any, path: str, out: list[str])
                 continue
             if child.kind == "scalar" or child.kind == "open" or sub is None:
                 continue
-            before = known.get(key, _ABSENT)
-            if before is _ABSENT:
-                _walk_unknown(child, sub, f"{path}.{key}" if path else key, out)
-            elif before is not sub and before != sub:
-                _walk_changed(child, sub, before, f"{path}.{key}" if path else key, out)
+            before = known_map.get(key, _ABSENT)
+            if before is sub or (before is not _ABSENT and before == sub):
+                continue
+            _walk(child, sub, before, f"{path}.{key}" if path else key, out)
     elif kind == "array":
         items = node.items
         if items is None or items.kind in ("scalar", "open") or not isinstance(value, list):
@@ -267,49 +261,21 @@ def _walk_changed(node: Node, value: Any, known: Any, path: str, out: list[str])
         known_items = known if isinstance(known, list) else ()
         n_known = len(known_items)
         for i, item in enumerate(value):
-            if i < n_known:
-                before = known_items[i]
-                if before is not item and before != item:
-                    _walk_changed(items, item, before, f"{path}[{i}]", out)
-            else:
-                _walk_unknown(items, item, f"{path}[{i}]", out)
+            before = known_items[i] if i < n_known else _ABSENT
+            if before is item or (before is not _ABSENT and before == item):
+                continue
+            _walk(items, item, before, f"{path}[{i}]", out)
     elif kind == "map":
         values = node.values
         if values is None or values.kind in ("scalar", "open") or not isinstance(value, dict):
             return
-        known_map = known if isinstance(known, dict) else {}
+        known_map = known if isinstance(known, dict) else _NOTHING_KNOWN
         for key, sub in value.items():
             before = known_map.get(key, _ABSENT)
-            if before is _ABSENT:
-                _walk_unknown(values, sub, f"{path}[{key}]", out)
-            elif before is not sub and before != sub:
-                _walk_changed(values, sub, before, f"{path}[{key}]", out)
+            if before is sub or (before is not _ABSENT and before == sub):
+                continue
+            _walk(values, sub, before, f"{path}[{key}]", out)
 
 
 _ABSENT = object()
-
-
-def _walk_unknown(node: Node, value: Any, path: str, out: list[str]) -> None:
-    kind = node.kind
-    if kind == "object":
-        if not isinstance(value, dict):
-            return
-        props = node.props
-        for key, sub in value.items():
-            child = props.get(key)
-            if child is None:
-                out.append(f"{path}.{key}" if path else key)
-            elif child.kind != "scalar" and child.kind != "open" and sub is not None:
-                _walk_unknown(child, sub, f"{path}.{key}" if path else key, out)
-    elif kind == "array":
-        items = node.items
-        if items is None or items.kind in ("scalar", "open") or not isinstance(value, list):
-            return
-        for i, item in enumerate(value):
-            _walk_unknown(items, item, f"{path}[{i}]", out)
-    elif kind == "map":
-        values = node.values
-        if values is None or values.kind in ("scalar", "open") or not isinstance(value, dict):
-            return
-        for key, sub in value.items():
-            _walk_unknown(values, sub, f"{path}[{key}]", out)
+_NOTHING_KNOWN: Mapping[str, Any] = {}

@@ -182,32 +182,19 @@ class Canonicalizer:
                 # object.  Use a private copy.
                 v = loads(text)
                 i = id(v)
-            if t is dict:
-                for n, (k, child) in enumerate(v.items()):
-                    ct = type(child)
-                    if ct is str or ct is int:
-                        canon = scalars.new.get(child)
-                        if canon is None:
-                            canon = scalars.intern(child, child)
-                    elif ct is dict or ct is list:
-                        canon = value(child, hash((at, n)))
-                    else:
-                        continue
-                    if canon is not child:
-                        v[k] = canon
-            else:
-                for n, child in enumerate(v):
-                    ct = type(child)
-                    if ct is str or ct is int:
-                        canon = scalars.new.get(child)
-                        if canon is None:
-                            canon = scalars.intern(child, child)
-                    elif ct is dict or ct is list:
-                        canon = value(child, hash((at, n)))
-                    else:
-                        continue
-                    if canon is not child:
-                        v[n] = canon
+            # (key, child) pairs of a dict, (index, child) of a list; ``n`` is the position
+            for n, (k, child) in enumerate(v.items() if t is dict else enumerate(v)):
+                ct = type(child)
+                if ct is str or ct is int:
+                    canon = scalars.new.get(child)
+                    if canon is None:
+                        canon = scalars.intern(child, child)
+                elif ct is dict or ct is list:
+                    canon = value(child, hash((at, n)))
+                else:
+                    continue
+                if canon is not child:
+                    v[k] = canon
             # containers.put(key, v) and canonical.put(i, (v, at)), inlined (every miss ends here)
             new = containers.new
             if len(new) >= capacity and key not in new:
