@@ -224,10 +224,10 @@ def test_incremental_monitor_equals_full_walk(tick_offset: float) -> None:
     assert len(full) == len(incremental)
 
 
-# Note on the periods: with inexact times (0.1 s steps) the virtual loop can end up a few ulps
-# before a watch's bookmark deadline; asyncio fires the timer early (within its clock
-# resolution), ``StoreWatcher.wait`` sees ``loop.time() < deadline`` and re-arms, and two such
-# watchers keep the loop busy forever without time advancing.  Reported; the test sidesteps it.
+# Note on the periods: binary fractions (0.125 s, offsets of 1.25 s) keep every virtual time
+# exact, so the two runs compare times with ``==``.  (Inexact 0.1 s steps once exposed a virtual
+# loop hang — a timer fired within the clock resolution before its deadline, re-armed forever —
+# fixed in everynode/virtualtime.py and tested in tests/unit/test_virtualtime.py.)
 
 
 def run_random_scenario(*, full_scan: bool, seed: int, fail_every: int = 0) -> list[tuple[Any, ...]]:
