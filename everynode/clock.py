@@ -57,7 +57,19 @@ class LoopClock(Clock):
 
 
 def format_rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``metav1.Time`` text of ``ts`` (second precision).  The last second's text is kept:
+    every write stamps at least one timestamp, mostly within the same second, and strftime was a
+    visible share of a lease renewal or an event.  One tuple, replaced whole: safe across threads."""
+    global _last_formatted
+    second = int(ts)
+    last_second, text = _last_formatted
+    if second != last_second:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _last_formatted = (second, text)
+    return text
+
+
+_last_formatted: tuple[int | None, str] = (None, "")
 
 
 def parse_rfc3339(text: str) -> float:

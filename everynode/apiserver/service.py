@@ -193,8 +193,6 @@ class ApiService:
         self.bookmark_interval = bookmark_interval
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None
-        self._now_second: int | None = None
-        self._now_text = ""
 
     # -- start-up ---------------------------------------------------------------------------------
 
@@ -240,13 +238,7 @@ class ApiService:
             await self.start()
 
     def _now(self) -> str:
-        """``clock.rfc3339()``, formatted once per second (timestamps have second precision and
-        every write stamps at least one; strftime was a visible share of a lease renewal)."""
-        second = int(self.clock.now())
-        if second != self._now_second:
-            self._now_text = format_rfc3339(second)
-            self._now_second = second
-        return self._now_text
+        return self.clock.rfc3339()
 
     # -- reads ------------------------------------------------------------------------------------
 

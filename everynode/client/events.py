@@ -31,7 +31,7 @@ from typing import Any
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
-from everynode.clock import Clock, format_rfc3339
+from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,6 @@ class EventRecorder:
         self._tasks: list[asyncio.Task[None]] = []
         self._seen: collections.OrderedDict[_Key, _Seen] = collections.OrderedDict()
         self._last_ns = 0
-        self._now_second: int | None = None
-        self._now_text = ""
         self._closed = False
 
     # -- public API ------------------------------------------------------------------------------
@@ -120,7 +118,7 @@ class EventRecorder:
         key: _Key = (self.component, self.host or "", ref.get("kind", ""), ref.get("namespace", ""),
                      ref.get("name", ""), ref.get("fieldPath", ""), ref.get("uid", ""), ref.get("apiVersion", ""),
                      type, reason, message)
-        now = self._now()
+        now = self.clock.rfc3339()
         seen = self._seen.get(key)
         if seen is not None:
             self._seen.move_to_end(key)
@@ -168,18 +166,6 @@ class EventRecorder:
         self._tasks.clear()
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _now(self) -> str:
-        """``clock.rfc3339()``, formatted once per second (it has second precision; strftime
-        was a visible share of recording an event).  Only for the base ``rfc3339``, which is
-        ``format_rfc3339(now())``."""
-        if type(self.clock).rfc3339 is not Clock.rfc3339:
-            return self.clock.rfc3339()
-        second = int(self.clock.now())
-        if second != self._now_second:
-            self._now_text = format_rfc3339(second)
-            self._now_second = second
-        return self._now_text
 
     def _suffix(self) -> str:
         # Nanoseconds in hex as upstream; strictly increasing so that events recorded at the same

@@ -205,28 +205,3 @@ def test_object_reference_from_reference():
     ref = {"kind": "Pod", "namespace": "a", "name": "b", "uid": "", "fieldPath": "spec.containers{x}"}
     assert object_reference(ref) == {"kind": "Pod", "namespace": "a", "name": "b", "fieldPath": "spec.containers{x}"}
 
-
-@pytest.mark.parametrize("times", [
-    [1_700_000_000.0, 1_700_000_000.4, 1_700_000_000.999, 1_700_000_001.0, 1_700_000_001.5],
-    [1_700_000_005.7, 1_700_000_002.1, 1_700_000_005.2],  # a clock that goes back
-    [0.0, 0.5, 59.99, 60.0, 86_399.9, 86_400.0],
-])
-def test_event_timestamps_are_the_clocks_rfc3339(times: list[float]) -> None:
-    """The per-second memo of the timestamp gives exactly ``clock.rfc3339()``."""
-    clock = FakeClock()
-    recorder = EventRecorder(EventSink(), component="test", clock=clock)
-    for t in times:
-        clock.t = t
-        assert recorder._now() == clock.rfc3339()
-
-
-def test_a_clock_with_its_own_rfc3339_is_asked_every_time() -> None:
-    class OddClock(FakeClock):
-        def rfc3339(self, ts: float | None = None) -> str:
-            return f"odd-{self.t}"
-
-    clock = OddClock()
-    recorder = EventRecorder(EventSink(), component="test", clock=clock)
-    assert recorder._now() == "odd-1700000000.0"
-    clock.t += 0.25
-    assert recorder._now() == "odd-1700000000.25"
