@@ -15,10 +15,12 @@ from everynode.clock import Clock
 from everynode.controllers.nodelifecycle import NOT_READY, UNREACHABLE, NodeLifecycleController
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support.nodes import post_condition
 
 Obj = dict[str, Any]
 NODES = ("n1", "n2", "n3")
 USER_TAINT = {"key": "example.com/dedicated", "value": "x", "effect": "NoSchedule"}
+
 
 
 class Kubelets:
@@ -43,13 +45,7 @@ class Kubelets:
         self._task = asyncio.create_task(self._renew())
 
     async def post_status(self, name: str, ctype: str, status: str, *, node: Obj | None = None) -> None:
-        node = node or await self.client.get("nodes", name)
-        stamp = self.clock.rfc3339()
-        conds = [c for c in (node.get("status") or {}).get("conditions") or () if c["type"] != ctype]
-        conds.append({"type": ctype, "status": status, "reason": "Kubelet", "message": "posted",
-                      "lastHeartbeatTime": stamp, "lastTransitionTime": stamp})
-        await self.client.patch("nodes", name, {"status": {"conditions": conds}}, patch_type="merge",
-                                subresource="status")
+        await post_condition(self.client, self.clock, name, ctype, status, node=node)
 
     async def _renew(self) -> None:
         while True:

@@ -28,6 +28,7 @@ from everynode.clock import Clock
 from everynode.controllers.nodelifecycle import EXCLUDE_DISRUPTION_LABEL, NodeLifecycleController
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support.nodes import post_condition
 
 Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
@@ -104,13 +105,7 @@ class Kubelets:
         self._tasks.append(asyncio.create_task(self._renew(name, offset)))
 
     async def post(self, ctype: str, status: str, name: str) -> None:
-        node = await self.client.get("nodes", name)
-        stamp = self.clock.rfc3339()
-        conds = [c for c in (node.get("status") or {}).get("conditions") or () if c["type"] != ctype]
-        conds.append({"type": ctype, "status": status, "reason": "Kubelet", "message": "posted",
-                      "lastHeartbeatTime": stamp, "lastTransitionTime": stamp})
-        await self.client.patch("nodes", name, {"status": {"conditions": conds}}, patch_type="merge",
-                                subresource="status")
+        await post_condition(self.client, self.clock, name, ctype, status)
 
     async def _renew(self, name: str, offset: float) -> None:
         await asyncio.sleep(offset)
@@ -137,16 +132,36 @@ async def pod(client: InProcessClient, name: str, node: str) -> None:
         {"type": "Ready", "status": "True"}]}}, namespace="default", patch_type="strategic", subresource="status")
 
 
+def api(log: list[tuple[Any, ...]]) -> tuple[Clock, InProcessClient, RecordingClient]:
+    """A fresh in-process API on a virtual clock: a client for the kubelets and a recording one
+    for the controller."""
+    clock = virtual_clock()
+    service = ApiService(MemoryStore(), clock=clock)
+    controller_client = RecordingClient(service)
+    controller_client.log = log
+    return clock, InProcessClient(service), controller_client
+
+
+def record_monitor_passes(controller: NodeLifecycleController, log: list[tuple[Any, ...]]) -> None:
+    """After every monitor pass, log the controller's zone, rate, queue and retry state."""
+    real_monitor = controller.monitor_once
+
+    async def monitor_once(**kw: Any) -> None:
+        await real_monitor(**kw)
+        log.append((round(asyncio.get_running_loop().time(), 6), "zones", sorted(controller._zone_states.items()),
+                    sorted((z, b.rate) for z, b in controller._buckets.items()),
+                    sorted((z, list(q)) for z, q in controller._to_taint.items()),
+                    sorted(controller._retry_pods), sorted(controller._known)))
+
+    controller.monitor_once = monitor_once  # type: ignore[method-assign]
+
+
 def run_scenario(*, full_scan: bool, tick_offset: float) -> list[tuple[Any, ...]]:
     log: list[tuple[Any, ...]] = []
 
     async def main() -> None:
         random.seed(7)
-        clock = virtual_clock()
-        service = ApiService(MemoryStore(), clock=clock)
-        client = InProcessClient(service)
-        controller_client = RecordingClient(service)
-        controller_client.log = log
+        clock, client, controller_client = api(log)
 
         async def last_renewal_mid_pass(resource: str, name: str) -> None:
             # While the pass is writing a1's Unknown status, b2 (later in the walk) renews its
@@ -165,16 +180,7 @@ def run_scenario(*, full_scan: bool, tick_offset: float) -> list[tuple[Any, ...]
         # Periods that are binary fractions keep every virtual time exact (see the note at the end).
         controller = NodeLifecycleController(controller_client, informers, clock, recorder=Recorder(log),
                                              tainting_period=0.125, full_scan=full_scan)
-        real_monitor = controller.monitor_once
-
-        async def monitor_once(**kw: Any) -> None:
-            await real_monitor(**kw)
-            log.append((round(asyncio.get_running_loop().time(), 6), "zones", sorted(controller._zone_states.items()),
-                        sorted((z, b.rate) for z, b in controller._buckets.items()),
-                        sorted((z, list(q)) for z, q in controller._to_taint.items()),
-                        sorted(controller._retry_pods), sorted(controller._known)))
-
-        controller.monitor_once = monitor_once  # type: ignore[method-assign]
+        record_monitor_passes(controller, log)
         await asyncio.sleep(tick_offset)
         await controller.start()
         try:
@@ -239,11 +245,7 @@ def run_random_scenario(*, full_scan: bool, seed: int, fail_every: int = 0) -> l
 
     async def main() -> None:
         random.seed(7)
-        clock = virtual_clock()
-        service = ApiService(MemoryStore(), clock=clock)
-        client = InProcessClient(service)
-        controller_client = RecordingClient(service)
-        controller_client.log = log
+        clock, client, controller_client = api(log)
         controller_client.fail_every = fail_every
         kubelets = Kubelets(client, clock)
         zones = ("z1", "z2", "z3")
@@ -254,16 +256,7 @@ def run_random_scenario(*, full_scan: bool, seed: int, fail_every: int = 0) -> l
         controller = NodeLifecycleController(controller_client, informers, clock, recorder=Recorder(log),
                                              tainting_period=0.125, grace_period=20, startup_grace_period=30,
                                              full_scan=full_scan)
-        real_monitor = controller.monitor_once
-
-        async def monitor_once(**kw: Any) -> None:
-            await real_monitor(**kw)
-            log.append((asyncio.get_running_loop().time(), "zones", sorted(controller._zone_states.items()),
-                        sorted((z, b.rate) for z, b in controller._buckets.items()),
-                        sorted((z, list(q)) for z, q in controller._to_taint.items()),
-                        sorted(controller._retry_pods), sorted(controller._known)))
-
-        controller.monitor_once = monitor_once  # type: ignore[method-assign]
+        record_monitor_passes(controller, log)
         await controller.start()
         created = len(names)
         try:
