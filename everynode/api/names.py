@@ -279,3 +279,12 @@ def name_is_dns_label(name: str, prefix: bool = False) -> list[str]:
 
 def name_is_dns1035_label(name: str, prefix: bool = False) -> list[str]:
     return is_dns1035_label(_mask_trailing_dash(name) if prefix else name)
+
+
+def name_is_path_segment(name: str, prefix: bool = False) -> list[str]:
+    """``IsPathSegmentName`` / ``IsPathSegmentPrefix``: the generic name check the registry
+    applies to every object on create (it only has to be one segment of a URL path); kinds
+    without a name rule of their own (core/v1 Events) get only this one."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]

@@ -153,6 +153,17 @@ CASES: list[tuple[str, str, Obj, list[tuple[str, str, str]]]] = [
        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
       ("reportingInstance", "Required", ""), ("action", "Required", ""), ("reason", "Required", "")]),
+    # core/v1 Event names: only the registry's path-segment rule (rest.BeforeCreate), checked after
+    # legacyValidateEvent has passed
+    ("event name needs no DNS form", "events", {"metadata": meta("Pod_A.17f0", "default"),
+                                                "involvedObject": {"namespace": "default"}}, []),
+    ("event name with a slash", "events", {"metadata": meta("a/b", "default"), "involvedObject": {}},
+     [("metadata.name", "Invalid", "may not contain '/'")]),
+    ("event name dot-dot", "events", {"metadata": meta("..", "default"), "involvedObject": {}},
+     [("metadata.name", "Invalid", "may not be '..'")]),
+    ("event legacy error first", "events", {"metadata": meta("a%b", "monitoring"),
+                                            "involvedObject": {"namespace": "default"}},
+     [("involvedObject.namespace", "Invalid", "does not match event.namespace")]),
     ("events.k8s.io valid", "events.events.k8s.io", {
         "metadata": meta("ev", "default"), "eventTime": "2024-01-01T00:00:00.000000Z", "type": "Normal",
         "reportingController": "everynode.io/daemonset-controller", "reportingInstance": "i", "action": "Create",
@@ -332,3 +343,11 @@ def test_generation_must_not_decrease() -> None:
     new["metadata"]["generation"] = 2
     assert [str(e) for e in validate_update("configmaps", new, old)] == [
         "metadata.generation: Invalid value: 2: must not be decremented"]
+
+
+def test_event_update_reports_a_bad_label_once() -> None:
+    """core/v1 Event update = ValidateObjectMetaUpdate + legacyValidateEvent: an invalid new label
+    is one error (not also a second time from a create rule)."""
+    old = _stored("events", {"metadata": meta("ev", "default"), "involvedObject": {"namespace": "default"}})
+    errs = _update("events", old, lambda e: e["metadata"].setdefault("labels", {}).update({"a": "-bad"}))
+    assert [e[0] for e in errs] == ["metadata.labels"]

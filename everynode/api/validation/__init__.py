@@ -30,7 +30,7 @@ UpdateFn = Callable[[Obj, Obj], list[FieldError]]
 
 def _revalidated(create: CreateFn) -> UpdateFn:
     """The update rule of kinds with no update-specific checks: ``ValidateObjectMetaUpdate``
-    plus every create rule on the new object (upstream's ``ValidateXUpdate`` for events,
+    plus every create rule on the new object (upstream's ``ValidateXUpdate`` for events.k8s.io,
     endpoints, service accounts)."""
 
     def update(new: Obj, old: Obj) -> list[FieldError]:
@@ -67,7 +67,7 @@ _UPDATE: dict[str, UpdateFn] = {
     "configmaps": core.validate_config_map_update,
     "secrets": core.validate_secret_update,
     "serviceaccounts": _revalidated(core.validate_service_account_create),
-    "events": _revalidated(core.validate_event_create),
+    "events": core.validate_event_update,
     "events.events.k8s.io": _revalidated(core.validate_events_v1_create),
     "endpoints": _revalidated(core.validate_endpoints_create),
     "leases.coordination.k8s.io": other.validate_lease_update,

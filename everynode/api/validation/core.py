@@ -32,6 +32,7 @@ from everynode.api.names import (
     name_is_dns1035_label,
     name_is_dns_label,
     name_is_dns_subdomain,
+    name_is_path_segment,
 )
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
@@ -467,8 +468,25 @@ def _event_reporting_fields(event: Obj, *, message_field: str) -> list[FieldErro
 
 
 def validate_event_create(event: Obj) -> list[FieldError]:
-    """core/v1 Events: ``legacyValidateEvent`` (old-style events need no reporting fields)."""
-    errs = validate_object_meta(event.get("metadata"), namespaced=True, name_fn=name_is_dns_subdomain)
+    """core/v1 Events on create: ``legacyValidateEvent`` (all ``ValidateEventCreate`` does for
+    core/v1), then — only when that passed, as ``rest.BeforeCreate`` orders it — the registry's
+    generic object-meta check, whose name rule is just "one URL path segment"."""
+    errs = legacy_validate_event(event)
+    if errs:
+        return errs
+    return validate_object_meta(event.get("metadata"), namespaced=True, name_fn=name_is_path_segment)
+
+
+def validate_event_update(new: Obj, old: Obj) -> list[FieldError]:
+    """core/v1 Events on update: the registry's ``ValidateObjectMetaUpdate``, then
+    ``legacyValidateEvent`` of the new event (``ValidateEventUpdate`` for core/v1)."""
+    return validate_object_meta_update(new.get("metadata"), old.get("metadata")) + legacy_validate_event(new)
+
+
+def legacy_validate_event(event: Obj) -> list[FieldError]:
+    """``legacyValidateEvent``: namespaces agree with the involved object; new-style events
+    (with ``eventTime``) carry the reporting fields."""
+    errs: list[FieldError] = []
     namespace = as_str(as_dict(event.get("metadata")).get("namespace"))
     involved_ns = as_str(as_dict(event.get("involvedObject")).get("namespace"))
     if not event.get("eventTime"):
