@@ -3,14 +3,14 @@ embedded cluster's HTTPS API, and the one-line errors for a cluster that is not 
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +19,11 @@ import yaml
 
 from everynode.api.errors import ApiError
 from everynode.product.cluster import Cluster
+from tests.support import waiting
 
 CLI = [sys.executable, "-m", "everynode.product.cli"]
 WAIT = 30.0  # generous deadlines for convergence on a loaded machine (never asserted on)
-
-
-def wait_until(predicate: Callable[[], Any], *, timeout: float = WAIT, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+wait_until = functools.partial(waiting.wait_until, timeout=WAIT, interval=0.05)
 
 
 def clean_env() -> dict[str, str]:

@@ -16,8 +16,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 
 import everynode
 from everynode.product.nodes import node_manifest
+from tests.support.waiting import wait_until as wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -33,17 +33,6 @@ EVERYNODE = str(Path(sys.executable).with_name("everynode"))
 LEASE = ("leases.coordination.k8s.io", "everynode-daemonset-controller", "kube-system")
 ELECTION_FLAGS = ["--leader-elect-lease-duration", "6", "--leader-elect-renew-deadline", "4",
                   "--leader-elect-retry-period", "0.5"]
-
-
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 class Replica:

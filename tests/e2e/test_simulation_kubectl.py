@@ -23,10 +23,10 @@ generous deadlines that are never asserted on; what is asserted is upstream's be
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,11 @@ import pytest
 import yaml
 
 from everynode.product.cluster import Cluster
+from tests.support import waiting
 
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 WAIT = 45.0  # deadline for convergence on a loaded 2-core machine; never asserted on
+wait_until = functools.partial(waiting.wait_until, timeout=WAIT, interval=0.2)
 NS = "default"
 
 pytestmark = pytest.mark.e2e
@@ -89,17 +91,6 @@ class Kubectl:
         if field_selector:
             args += ["--field-selector", field_selector]
         return self.json(*args)["items"]
-
-
-def wait_until(predicate: Callable[[], Any], *, what: str, timeout: float = WAIT, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture
