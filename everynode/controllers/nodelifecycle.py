@@ -67,7 +67,7 @@ from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
-from everynode.client.workqueue import QueueShutDown, WorkQueue
+from everynode.client.workqueue import WorkQueue, run_worker
 from everynode.clock import Clock, parse_rfc3339
 
 log = logging.getLogger(__name__)
@@ -286,6 +286,10 @@ class _Tracked:
 _FAILED = object()  # a node whose health update failed this pass (not counted in its zone)
 
 
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.debug("node lifecycle: %s: %s", key, exc)
+
+
 class NodeLifecycleController:
     def __init__(self, client: Client, informers: SharedInformerFactory, clock: Clock, *,
                  recorder: Any = None, monitor_period: float = 5.0, grace_period: float = 50.0,
@@ -362,8 +366,10 @@ class NodeLifecycleController:
         for inf in (self._nodes, self._leases, self._pods):
             await inf.wait_synced()
         self._tasks = [
-            asyncio.create_task(self._queue_worker(self.node_queue, self.reconcile_taints), name="nodelifecycle-taints"),
-            asyncio.create_task(self._queue_worker(self.pod_queue, self._process_pod), name="nodelifecycle-pods"),
+            asyncio.create_task(run_worker(self.node_queue, self.reconcile_taints, on_error=_log_failure),
+                                name="nodelifecycle-taints"),
+            asyncio.create_task(run_worker(self.pod_queue, self._process_pod, on_error=_log_failure),
+                                name="nodelifecycle-pods"),
             asyncio.create_task(self._monitor_loop(), name="nodelifecycle-monitor"),
             asyncio.create_task(self._tainting_loop(), name="nodelifecycle-noexecute"),
         ]
@@ -375,23 +381,6 @@ class NodeLifecycleController:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-
-    async def _queue_worker(self, queue: WorkQueue, handle: Any) -> None:
-        while True:
-            try:
-                key = await queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await handle(key)
-                queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.debug("node lifecycle: %s: %s", key, exc)
-                queue.add_rate_limited(key)
-            finally:
-                queue.done(key)
 
     async def _monitor_loop(self) -> None:
         while True:
