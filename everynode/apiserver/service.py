@@ -796,23 +796,22 @@ class ApiService:
             return
         md = obj["metadata"]
         name = md["name"]
-        resource_name = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+
+        def conflict(why: str) -> errors.ApiError:
+            # Upstream names the kind here (Kind.group), not the resource as other conflicts do.
+            resource_name = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+            details = {"name": name, "group": rt.group, "kind": rt.kind} if rt.group else {"name": name, "kind": rt.kind}
+            return errors.ApiError(errors.status(
+                409, "Conflict", f'Operation cannot be fulfilled on {resource_name} "{name}": {why}', details))
+
         uid = pre.get("uid")
         if uid and uid != md.get("uid"):
-            raise errors.ApiError(errors.status(
-                409, "Conflict",
-                f'Operation cannot be fulfilled on {resource_name} "{name}": the UID in the precondition ({uid}) '
-                f"does not match the UID in record ({md.get('uid')}). The object might have been deleted and then "
-                "recreated", {"name": name, "group": rt.group, "kind": rt.kind} if rt.group
-                else {"name": name, "kind": rt.kind}))
+            raise conflict(f"the UID in the precondition ({uid}) does not match the UID in record ({md.get('uid')}). "
+                           "The object might have been deleted and then recreated")
         rv = pre.get("resourceVersion")
         if rv and rv != md.get("resourceVersion"):
-            raise errors.ApiError(errors.status(
-                409, "Conflict",
-                f'Operation cannot be fulfilled on {resource_name} "{name}": the ResourceVersion in the '
-                f"precondition ({rv}) does not match the ResourceVersion in record ({md.get('resourceVersion')}). "
-                "The object might have been modified", {"name": name, "group": rt.group, "kind": rt.kind}
-                if rt.group else {"name": name, "kind": rt.kind}))
+            raise conflict(f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in "
+                           f"record ({md.get('resourceVersion')}). The object might have been modified")
 
     async def delete(self, rt: ResourceType, namespace: str, name: str, *, options: Obj | None = None,
                      opts: RequestOptions) -> tuple[int, Obj]:

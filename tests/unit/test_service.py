@@ -453,6 +453,18 @@ async def test_delete_preconditions(api: ApiService):
     assert "the UID in the precondition (other) does not match the UID in record" in e.message
 
 
+async def test_delete_resource_version_precondition_names_the_kind(api: ApiService):
+    created = await api.create(DAEMONSETS, "default", daemonset(), opts=opts())
+    rv = created["metadata"]["resourceVersion"]
+    e = await error_of(api.delete(DAEMONSETS, "default", "ds", options={"preconditions": {"resourceVersion": "1"}},
+                                  opts=opts()))
+    assert e.code == 409
+    assert e.message == (f'Operation cannot be fulfilled on DaemonSet.apps "ds": the ResourceVersion in the '
+                         f"precondition (1) does not match the ResourceVersion in record ({rv}). The object "
+                         "might have been modified")
+    assert e.status["details"] == {"name": "ds", "group": "apps", "kind": "DaemonSet"}
+
+
 async def test_delete_invalid_propagation_policy(api: ApiService):
     await api.create(DAEMONSETS, "default", daemonset(), opts=opts())
     e = await error_of(api.delete(DAEMONSETS, "default", "ds", options={"propagationPolicy": "Sideways"},
