@@ -83,20 +83,28 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
 def _new_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "everynode-ca")])
-    now = _now()
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + CA_VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+    cert = (_builder(subject=name, issuer=name, key=key, validity=CA_VALIDITY, ca=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256()))
     return cert, key
+
+
+def _builder(*, subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey,
+             validity: datetime.timedelta, ca: bool) -> x509.CertificateBuilder:
+    """What the CA and the serving certificate share: names, key, serial, validity from five
+    minutes ago (clock skew), basic constraints, and a key usage that signs certificates only
+    for the CA."""
+    now = _now()
+    return (x509.CertificateBuilder()
+            .subject_name(subject).issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + validity)
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False, key_cert_sign=ca,
+                                         crl_sign=ca, encipher_only=False, decipher_only=False), critical=True))
 
 
 def _san_entries(hosts: list[str]) -> list[x509.GeneralName]:
@@ -117,18 +125,8 @@ def _san_entries(hosts: list[str]) -> list[x509.GeneralName]:
 def _new_serving(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey,
                  hosts: list[str]) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
-    now = _now()
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "everynode-apiserver")]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + SERVING_VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "everynode-apiserver")])
+    cert = (_builder(subject=subject, issuer=ca_cert.subject, key=key, validity=SERVING_VALIDITY, ca=False)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .add_extension(x509.SubjectAlternativeName(_san_entries(hosts)), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)

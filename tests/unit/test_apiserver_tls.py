@@ -49,3 +49,19 @@ def test_kubeconfig(tmp_path):
     assert doc["users"][0]["user"] == {"token": "t"}
     assert doc["contexts"][0]["context"] == {"cluster": "everynode", "user": "everynode", "namespace": "default"}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_only_the_ca_may_sign_certificates(tmp_path):
+    certs = tls.ensure_certs(tmp_path)
+    ca = x509.load_pem_x509_certificate(certs.ca_pem)
+    serving = x509.load_pem_x509_certificate(certs.cert_pem)
+
+    def ext(cert, kind):
+        return cert.extensions.get_extension_for_class(kind).value
+
+    assert ext(ca, x509.BasicConstraints).ca and not ext(serving, x509.BasicConstraints).ca
+    assert (ext(ca, x509.KeyUsage).key_cert_sign, ext(ca, x509.KeyUsage).crl_sign) == (True, True)
+    assert (ext(serving, x509.KeyUsage).key_cert_sign, ext(serving, x509.KeyUsage).crl_sign) == (False, False)
+    assert ext(serving, x509.KeyUsage).digital_signature
+    assert serving.issuer == ca.subject
+    assert list(ext(serving, x509.ExtendedKeyUsage)) == [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]
