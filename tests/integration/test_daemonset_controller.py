@@ -374,6 +374,68 @@ async def test_stuck_rollout_condition(env):
     assert "0 of 1 available" in progressing["message"]
 
 
+async def test_burst_creates_in_node_name_order_and_evaluates_each_waiting_node_once(env, monkeypatch):
+    """syncNodes creates at most burstReplicas pods per sync; the nodes waiting for a later
+    burst are not evaluated again on every sync (that was O(N² / burst) over a converge), and
+    the bursts still go out in node-name order."""
+    from everynode.controllers.daemonset import controller as ds_controller
+
+    evaluations: list[str] = []
+    real_node_actions = ds_controller.node_actions
+
+    def counting(node_name, *args, **kwargs):
+        evaluations.append(node_name)
+        return real_node_actions(node_name, *args, **kwargs)
+
+    monkeypatch.setattr(ds_controller, "node_actions", counting)
+    env.ctrl.burst_replicas = 3
+    names = [f"n{i:02d}" for i in range(30)]
+    for name in reversed(names):
+        await env.node(name)
+    bursts: list[list[str]] = []
+    real_sync_nodes = env.ctrl._sync_nodes
+
+    async def recording(ds, key, to_delete, nodes_needing, hash_):
+        bursts.append(list(nodes_needing))
+        await real_sync_nodes(ds, key, to_delete, nodes_needing, hash_)
+
+    monkeypatch.setattr(env.ctrl, "_sync_nodes", recording)
+    await env.daemonset()
+    await env.settle()
+    assert sorted(pinned_node(p) for p in await env.pods()) == names
+    created = [n for b in bursts for n in b]
+    assert created == names  # every node once, in name order
+    assert all(len(b) <= 3 for b in bursts)
+    # each node: evaluated when the DaemonSet appears, after its create was issued, and after its
+    # pod arrived — a small constant, not once per sync (it was 30 + 27 + 24 + … = 165 + 60 here)
+    assert len(evaluations) <= 3 * len(names), len(evaluations)
+
+
+async def test_node_waiting_beyond_the_burst_that_becomes_ineligible_gets_no_pod(env, monkeypatch):
+    env.ctrl.burst_replicas = 2
+    for i in range(6):
+        await env.node(f"n{i}")
+    real_sync_nodes = env.ctrl._sync_nodes
+    tainted = False
+
+    async def taint_the_last_node_after_the_first_burst(ds, key, to_delete, nodes_needing, hash_):
+        nonlocal tainted
+        await real_sync_nodes(ds, key, to_delete, nodes_needing, hash_)
+        if nodes_needing and not tainted:
+            tainted = True
+            await env.patch_node("n5", {"spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]}})
+
+    monkeypatch.setattr(env.ctrl, "_sync_nodes", taint_the_last_node_after_the_first_burst)
+    await env.daemonset()
+    status = await env.settle()
+    assert tainted
+    assert sorted(pinned_node(p) for p in await env.pods()) == ["n0", "n1", "n2", "n3", "n4"]
+    assert status["desiredNumberScheduled"] == 5
+    await env.patch_node("n5", {"spec": {"taints": None}})
+    await env.settle()
+    assert sorted(pinned_node(p) for p in await env.pods()) == [f"n{i}" for i in range(6)]
+
+
 ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
 SURGING = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 2}}
 

@@ -31,8 +31,11 @@ DaemonSet, the *results* of those scans and updates them from the events that ch
 * **Dirty sets** — every pod or node event marks the affected ``(DaemonSet, node)`` pairs dirty.
   ``manage`` evaluates only dirty nodes plus the *attention* set: nodes whose last evaluation
   was not steady (a create or delete was issued, a failed pod is in backoff, a surge pair waits
-  for availability, work beyond the burst limit).  A node that was steady and did not change
-  would produce no action upstream either, so skipping it is exact.
+  for availability, deletes beyond the burst limit).  A node that was steady and did not change
+  would produce no action upstream either, so skipping it is exact.  A node that only needs a
+  pod and has not been created for yet (beyond ``burstReplicas``) waits in
+  :class:`~.manage.PendingCreates` without being evaluated again until an event touches it:
+  converge costs O(N), not O(N² / burst).
 * **Status contributions** ``state.contrib[node]`` (one :class:`~.status.NodeStatus` per node)
   with running sums; a sync re-derives only dirty nodes plus nodes whose oldest pod is Ready but
   not yet available (they change with time alone: re-checked once their availability time has
@@ -97,7 +100,11 @@ from everynode.controllers.daemonset.history import (
     revision_history_limit,
     revisions_to_delete,
 )
-from everynode.controllers.daemonset.manage import node_actions, unscheduled_pods_on_missing_node
+from everynode.controllers.daemonset.manage import (
+    PendingCreates,
+    node_actions,
+    unscheduled_pods_on_missing_node,
+)
 from everynode.controllers.daemonset.status import (
     ZERO,
     NodeStatus,
@@ -225,6 +232,7 @@ class DaemonSetState:
     manage_dirty: set[str] = field(default_factory=set)
     derived_dirty: set[str] = field(default_factory=set)
     attention: set[str] = field(default_factory=set)
+    pending_creates: PendingCreates = field(default_factory=PendingCreates)
     claim_dirty: set[str] = field(default_factory=set)
     full_claim: bool = True
     contrib: dict[str, NodeStatus] = field(default_factory=dict)
@@ -860,10 +868,11 @@ class DaemonSetController:
         now = self.clock.now()
         surge = allows_surge(ds)
         min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
-        nodes_needing: list[str] = []
+        pending = state.pending_creates
         to_delete: list[str] = []
         requeue: float | None = None
         for node in sorted(nodes):
+            pending.discard(node)  # evaluated again now
             pods = self._node_pods(state, node)
             elig = state.eligibility.get(node)
             if elig is None:
@@ -878,14 +887,18 @@ class DaemonSetController:
             for type_, reason, message in actions.events:
                 self.recorder.event(ds, type_, reason, message)
             if actions.create:
-                nodes_needing.append(node)
+                pending.add(node)
             to_delete.extend(actions.delete)
             if actions.requeue_after is not None:
                 requeue = actions.requeue_after if requeue is None else min(requeue, actions.requeue_after)
-            if not actions.steady:
-                state.attention.add(node)
+            if not actions.steady and (actions.delete or actions.requeue_after is not None or not actions.create):
+                state.attention.add(node)  # (a node that only needs a pod waits in ``pending``)
         if requeue is not None:
             self.enqueue_after(ds, requeue)
+        # The burst this sync creates: the first nodes in name order of all that need a pod
+        # (manage.PendingCreates).  They are re-evaluated on the next sync, as upstream would.
+        nodes_needing = pending.take(self.burst_replicas)
+        state.attention.update(nodes_needing)
         await self._sync_nodes(ds, state.key, to_delete, nodes_needing, hash_)
 
     async def _rolling_update(self, ds: Obj, state: DaemonSetState, hash_: str) -> None:
