@@ -121,11 +121,22 @@ class GarbageCollector:
         for resource, inf in self._informers.items():
             inf.add_handler(
                 on_add=lambda o, r=resource: self._observe(r, o),
-                on_update=lambda old, new, r=resource: self._observe(r, new),
+                on_update=lambda old, new, r=resource: self._observe_update(r, old, new),
                 on_delete=lambda o, r=resource: self._forget(r, o),
             )
 
     # -- graph ---------------------------------------------------------------------------
+    def _observe_update(self, resource: str, old: Obj, new: Obj) -> None:
+        """An update that leaves the owner references, the finalizers and the deletion state as
+        they were changes nothing in the graph (most updates: every Lease renewal, every status
+        write); it is not observed again."""
+        om, nm = old["metadata"], new["metadata"]
+        if (om.get("ownerReferences") == nm.get("ownerReferences") and om.get("finalizers") == nm.get("finalizers")
+                and om.get("deletionTimestamp") == nm.get("deletionTimestamp") and om.get("uid") == nm.get("uid")
+                and nm.get("uid") in self._by_uid):
+            return
+        self._observe(resource, new)
+
     def _observe(self, resource: str, obj: Obj) -> None:
         ident = _ident(resource, obj)
         uid = ident.uid

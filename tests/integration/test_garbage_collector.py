@@ -199,6 +199,49 @@ def test_node_deletion_deletes_its_lease() -> None:
     run(scenario)
 
 
+def test_updates_that_leave_the_graph_as_it_was_are_not_observed_again() -> None:
+    """A Lease renewal (spec only) changes nothing the collector tracks: it is skipped; a change
+    of owner references, finalizers or deletion state is observed (upstream's processGraphChanges
+    acts on those transitions only)."""
+    observed: list[str] = []
+
+    async def main() -> None:
+        clock = virtual_clock()
+        client = InProcessClient(ApiService(MemoryStore(), clock=clock))
+        informers = SharedInformerFactory(client)
+        gc = GarbageCollector(client, informers=informers, clock=clock)
+        real_observe = gc._observe
+        gc._observe = lambda resource, obj: (observed.append(obj["metadata"]["name"]), real_observe(resource, obj))
+        await gc.start()
+        try:
+            node = await client.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+            lease = await client.create("leases.coordination.k8s.io", {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "n1", "namespace": "kube-node-lease"},
+                "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 40}})
+            await asyncio.sleep(1)
+            observed.clear()
+            for seconds in (10, 20):
+                lease = await client.update("leases.coordination.k8s.io",
+                                            {**lease, "spec": {**lease["spec"], "leaseDurationSeconds": seconds}})
+            await asyncio.sleep(1)
+            assert observed == []
+            lease = await client.update("leases.coordination.k8s.io", {
+                **lease, "metadata": {**lease["metadata"], "ownerReferences": [ref(node, controller=False)]}})
+            await asyncio.sleep(1)
+            assert observed == ["n1"]
+            await client.update("leases.coordination.k8s.io", {
+                **lease, "metadata": {**lease["metadata"], "finalizers": ["example.com/keep"]}})
+            await asyncio.sleep(1)
+            assert observed == ["n1", "n1"]
+            assert gc._dependents[node["metadata"]["uid"]] == {lease["metadata"]["uid"]}
+        finally:
+            await gc.stop()
+            await informers.stop()
+
+    run_virtual(main())
+
+
 def test_deletion_policy_table() -> None:
     assert deletion_policy([], owner_waiting=False, has_dependents=True) == "Background"
     assert deletion_policy([], owner_waiting=True, has_dependents=True) == "Foreground"
