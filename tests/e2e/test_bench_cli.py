@@ -35,6 +35,15 @@ def test_result_line_carries_the_contract_keys(scenario: str) -> None:
     assert (seconds - 5e-5) / (floor + 5e-5) <= result["ratio"] <= (seconds + 5e-5) / (floor - 5e-5)
 
 
+def test_converge_splits_the_ratio_at_the_api_floor() -> None:
+    """``api_floor_seconds``: the same pods' three writes straight through the API service;
+    ``api_ratio = seconds / api_floor_seconds`` (so ratio = api_ratio × api floor / storage floor)."""
+    (result,) = bench("converge", "--nodes", "12")
+    seconds, through_api = result["seconds"], result["api_floor_seconds"]
+    assert through_api > result["floor_seconds"] > 0  # API semantics cost more than dict writes
+    assert (seconds - 5e-5) / (through_api + 5e-5) <= result["api_ratio"] <= (seconds + 5e-5) / (through_api - 5e-5)
+
+
 def test_sync_reports_microseconds_per_sync() -> None:
     (result,) = bench("sync", "--nodes", "12")
     assert result["scenario"] == "sync" and result["us_per_sync"] > 0

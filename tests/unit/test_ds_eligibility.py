@@ -343,3 +343,40 @@ def test_ready_and_available(ready, since, min_ready, now, expected_ready, expec
     pod = mk_pod("p", ready=ready, since=since)
     assert is_pod_ready(pod) is expected_ready
     assert is_pod_available(pod, min_ready, now) is expected_available
+
+
+_DS = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "ops", "uid": "u1"}}
+
+
+@pytest.mark.parametrize("template_md,expected_md", [
+    ({}, None),  # no labels: upstream refuses to create the pod
+    ({"labels": {"app": "a"}},
+     {"generateName": "agent-", "namespace": "ops", "labels": {"app": "a"}}),
+    ({"labels": {"app": "a"}, "annotations": {"x": "1"}, "finalizers": ["f"]},
+     {"generateName": "agent-", "namespace": "ops", "labels": {"app": "a"}, "annotations": {"x": "1"},
+      "finalizers": ["f"]}),
+])
+def test_daemon_pod_metadata(template_md, expected_md):
+    from everynode.controllers.daemonset.eligibility import daemon_pod
+
+    pod = daemon_pod(_DS, {"metadata": template_md, "spec": {"containers": [{"name": "c", "image": "i"}]}}, "n7")
+    if expected_md is None:
+        assert pod is None
+        return
+    refs = pod["metadata"].pop("ownerReferences")
+    assert pod["metadata"] == expected_md
+    assert refs == [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "u1",
+                     "controller": True, "blockOwnerDeletion": True}]
+    assert pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n7"]}]}]}
+
+
+def test_daemon_pod_does_not_change_the_template():
+    from everynode.controllers.daemonset.eligibility import daemon_pod
+
+    template = {"metadata": {"labels": {"app": "a"}},
+                "spec": {"containers": [], "affinity": {"podAffinity": {"x": 1}}}}
+    before = repr(template)
+    pod = daemon_pod(_DS, template, "n1")
+    assert repr(template) == before
+    assert pod["spec"]["affinity"]["podAffinity"] == {"x": 1}

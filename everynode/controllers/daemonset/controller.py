@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError, is_namespace_terminating
-from everynode.api.meta import controller_ref, key_of, make_controller_ref, resource_version
+from everynode.api.meta import controller_ref, key_of, resource_version
 from everynode.api.selectors import LabelSelector, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -87,9 +87,9 @@ from everynode.controllers.daemonset.eligibility import (
     CONTROLLER_REVISION_HASH_LABEL,
     Placement,
     allows_surge,
+    daemon_pod,
     is_pod_ready,
     is_pod_updated,
-    pin_to_node,
     pod_template_for,
     target_node_or_none,
     template_generation,
@@ -967,25 +967,12 @@ class DaemonSetController:
             raise _aggregate(errors)
 
     async def _create_pod(self, ds: Obj, key: str, template: Obj, node: str) -> Exception | None:
-        md = ds["metadata"]
-        tmd = template.get("metadata") or {}
-        labels = dict(tmd.get("labels") or {})
-        if not labels:
+        pod = daemon_pod(ds, template, node)
+        if pod is None:
             self.expectations.creation_observed(key)
             return SyncError("unable to create pods, no labels")
-        metadata: Obj = {"generateName": f"{md['name']}-", "namespace": md.get("namespace") or "",
-                         "labels": labels,
-                         "ownerReferences": [make_controller_ref(ds, api_version="apps/v1", kind="DaemonSet")]}
-        if tmd.get("annotations"):
-            metadata["annotations"] = dict(tmd["annotations"])
-        if tmd.get("finalizers"):
-            metadata["finalizers"] = list(tmd["finalizers"])
-        spec = dict(template.get("spec") or {})
-        # Pin to the node through required node affinity; the scheduler binds it.
-        spec["affinity"] = pin_to_node(spec.get("affinity"), node)
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
         try:
-            created = await self.client.create(PODS, pod, namespace=metadata["namespace"])
+            created = await self.client.create(PODS, pod, namespace=pod["metadata"]["namespace"])
         except ApiError as e:
             if is_namespace_terminating(e):
                 return None  # every later create fails the same way; not an error

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from everynode.api import intstr
-from everynode.api.meta import deep_copy
+from everynode.api.meta import deep_copy, make_controller_ref
 from everynode.api.scheduling import find_untolerated_taint, node_matches_required_affinity
 from everynode.clock import parse_rfc3339
 
@@ -191,6 +191,28 @@ def pin_to_node(affinity: Obj | None, node_name: str) -> Obj:
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
     result["nodeAffinity"] = node_affinity
     return result
+
+
+def daemon_pod(ds: Obj, template: Obj, node_name: str) -> Obj | None:
+    """The pod ``syncNodes`` creates for ``node_name`` from ``template`` (:func:`pod_template_for`):
+    ``generateName`` ``<ds>-``, the template's labels, annotations and finalizers, the DaemonSet as
+    controller, and the node pin in place of the required node affinity.  None when the template
+    has no labels (upstream refuses to create such pods)."""
+    md = ds["metadata"]
+    tmd = template.get("metadata") or {}
+    labels = dict(tmd.get("labels") or {})
+    if not labels:
+        return None
+    metadata: Obj = {"generateName": f"{md['name']}-", "namespace": md.get("namespace") or "",
+                     "labels": labels,
+                     "ownerReferences": [make_controller_ref(ds, api_version="apps/v1", kind="DaemonSet")]}
+    if tmd.get("annotations"):
+        metadata["annotations"] = dict(tmd["annotations"])
+    if tmd.get("finalizers"):
+        metadata["finalizers"] = list(tmd["finalizers"])
+    spec = dict(template.get("spec") or {})
+    spec["affinity"] = pin_to_node(spec.get("affinity"), node_name)  # the scheduler binds it
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def pod_template_for(ds: Obj, hash_: str) -> Obj:
