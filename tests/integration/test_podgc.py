@@ -11,9 +11,10 @@ from everynode.api.errors import ApiError
 from everynode.apiserver.service import ApiService
 from everynode.client.informer import SharedInformerFactory
 from everynode.client.inprocess import InProcessClient
-from everynode.controllers.podgc import PodGC, terminated_deletion_order
+from everynode.controllers.podgc import OUT_OF_SERVICE, PodGC, terminated_deletion_order
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support.nodes import post_condition
 
 Obj = dict[str, Any]
 NS = "default"
@@ -129,6 +130,85 @@ def test_terminated_pods_beyond_the_threshold_are_deleted_oldest_first() -> None
             assert await get_pod(client, "old") is None
             assert await get_pod(client, "middle") is not None
             assert await get_pod(client, "new") is not None
+        finally:
+            await gc.stop()
+            await informers.stop()
+
+    run_virtual(main())
+
+
+async def make_node(client: InProcessClient, clock: Any, name: str, *, out_of_service: bool = False,
+                    ready: str | None = None) -> None:
+    spec: Obj = {"taints": [{"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}]} \
+        if out_of_service else {}
+    await client.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec})
+    if ready is not None:
+        await post_condition(client, clock, name, "Ready", ready)
+
+
+def test_terminating_pods_on_out_of_service_nodes_are_failed_and_force_deleted() -> None:
+    """Only terminating pods, only on nodes both tainted out-of-service and not Ready; the taint
+    and the Ready condition may change after the pod arrived (tracked from node events)."""
+    async def main() -> None:
+        clock = virtual_clock()
+        client = RecordingClient(ApiService(MemoryStore(), clock=clock))
+        informers = SharedInformerFactory(client)
+        gc = PodGC(client, informers=informers, clock=clock)
+        await gc.start()
+        try:
+            await make_node(client, clock, "down", out_of_service=True, ready="False")
+            await make_node(client, clock, "tainted-ready", out_of_service=True, ready="True")
+            await make_node(client, clock, "not-ready", ready="False")
+            await make_node(client, clock, "later", ready="True")
+            for node in ("down", "tainted-ready", "not-ready", "later"):
+                await make_pod(client, f"{node}-going", node=node, finalizers=["example.com/hold"])
+                await client.delete("pods", f"{node}-going", namespace=NS)  # bound: graceful, terminating
+            await make_pod(client, "down-running", node="down")
+            client.deletes.clear()
+            await asyncio.sleep(25)
+            assert {name for _r, name, _g in client.deletes} == {"down-going"}
+            pod = await get_pod(client, "down-going")
+            assert pod is not None and pod["status"]["phase"] == "Failed"
+            assert ("pods", "down-going", 0) in client.deletes
+            assert await get_pod(client, "down-running") is not None  # not terminating: left alone
+            # The shutdown taint arrives later on a Ready node, which then stops being Ready.
+            await client.patch("nodes", "later", {"spec": {"taints": [
+                {"key": OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}]}})
+            client.deletes.clear()
+            await asyncio.sleep(20)
+            assert {name for _r, name, _g in client.deletes} == {"down-going"}  # "later" is Ready
+            await post_condition(client, clock, "later", "Ready", "Unknown")
+            await client.patch("nodes", "down", {"spec": {"taints": None}})  # taint removed: no more
+            client.deletes.clear()
+            await asyncio.sleep(20)
+            assert {name for _r, name, _g in client.deletes} == {"later-going"}
+        finally:
+            await gc.stop()
+            await informers.stop()
+
+    run_virtual(main())
+
+
+def test_a_node_back_within_the_quarantine_keeps_its_pods() -> None:
+    async def main() -> None:
+        clock = virtual_clock()
+        client = RecordingClient(ApiService(MemoryStore(), clock=clock))
+        informers = SharedInformerFactory(client)
+        gc = PodGC(client, informers=informers, clock=clock)
+        await gc.start()
+        try:
+            await make_node(client, clock, "n1")
+            await make_pod(client, "p", node="n1")
+            await client.delete("nodes", "n1")
+            await asyncio.sleep(25)  # one pass: quarantined
+            await make_node(client, clock, "n1")  # back before the 40 s are up
+            await asyncio.sleep(20)  # a pass sees it: out of quarantine
+            await client.delete("nodes", "n1")  # gone again: a fresh 40 s
+            await asyncio.sleep(40)  # two passes: the first starts a new quarantine, the second is 20 s in
+            assert await get_pod(client, "p") is not None
+            assert client.deletes == [("nodes", "n1", None), ("nodes", "n1", None)]
+            await asyncio.sleep(40)
+            assert await get_pod(client, "p") is None
         finally:
             await gc.stop()
             await informers.stop()
