@@ -1,24 +1,39 @@
-"""Recording core/v1 Events, fire-and-forget, with repeats folded into a count.
+"""Recording core/v1 Events, fire-and-forget, passed through client-go's event correlator.
 
-Upstream: ``client-go/tools/record`` (``event.go``, ``events_cache.go``).  What is kept:
+Why a correlator: a controller reports the same kind of thing about one object many times.  The
+DaemonSet controller says "Created pod: <name>" (reason ``SuccessfulCreate``) about one DaemonSet
+once per node; written naively that is 5,000 Event objects for a 5,000-node DaemonSet.  Upstream
+writes about 25 for it, and so do we, by reproducing ``client-go/tools/record/events_cache.go``
+(``EventCorrelator.EventCorrelate``) step by step, in the same order:
 
-* the Event's shape: ``involvedObject`` (kind, namespace, name, uid, apiVersion, resourceVersion),
-  ``source.component``/``host``, ``firstTimestamp``/``lastTimestamp``, ``count``, ``type``,
-  ``reason``, ``message``, ``reportingComponent``/``reportingInstance``; the name
-  ``<object name>.<hex nanoseconds>``; the namespace of the object (``default`` for cluster-scoped
-  objects);
-* the correlator's *logger* step: an event identical to a recent one (same source, object, type,
-  reason and message) is not created again; the existing Event is PATCHed (strategic merge) with
-  ``count`` + 1 and a new ``lastTimestamp`` — recreated under the same name if it was deleted
-  meanwhile.  Recent events live in a bounded LRU (4096 entries, ``maxLruCacheEntries``).
+1. *aggregate* (:class:`EventAggregator`): events that differ only in their message are grouped
+   by source, involved object (no fieldPath), type, reason and reporting controller/instance.  Each
+   group remembers the distinct messages seen and when it was last used; a group untouched for
+   more than 600 s starts afresh.  When a group reaches 10 distinct messages, the event is
+   replaced by an aggregate event — message ``(combined from similar events): <message>``, a fresh
+   name, count 1, no reporting fields — whose correlation key is the group itself, so later similar
+   events become count patches of that aggregate (carrying the latest message).  One remembered
+   message is dropped again so the group never grows past 10.
+2. *observe* (:class:`EventLogger`): an event whose correlation key was seen before is not created
+   again; the existing Event is PATCHed (strategic merge) with ``count`` + 1, ``lastTimestamp``
+   and ``message`` — recreated under the same name if it was deleted meanwhile.
+3. *filter* (:class:`SpamFilter`): a token bucket per source + involved object (kind, namespace,
+   name, uid, apiVersion — not type or reason: client-go's default ``getSpamKey``), 25 tokens,
+   refilled at one per 300 s.  An event that finds no token is not written at all.  It runs last,
+   so a skipped event has still been counted by steps 1 and 2 (the next write that gets through
+   carries the full count, as upstream).
 
-What is left out: the aggregator that folds *similar* messages ("(combined from similar events)")
-and the per-object spam filter (token bucket): controllers here emit few distinct messages.
+Every cache is an LRU of 4096 entries (``maxLruCacheEntries``); time is the recorder's injected
+clock, read once per event.  The trade-off is upstream's: after a burst an object's later events
+are silently lost for minutes, and from the tenth different message on, one "combined" Event
+shows only the latest — bounded API and storage load at the cost of detail, which is what a cluster
+with thousands of nodes needs.
 
-Recording never blocks and never raises into the controller: :meth:`EventRecorder.event` only
-queues the write; a few worker tasks perform them.  Events of one correlation key always go to the
-same worker, so a create and the patches that count its repeats stay in order.  When the queue is
-full the event is dropped and logged (client-go drops too: events are best effort).
+Recording never blocks and never raises into the controller: :meth:`EventRecorder.event`
+correlates at once and only queues the write; a few worker tasks perform them.  All events about
+one object go to the same worker, so a create and the patches that count its repeats stay in
+order.  When that worker's queue is full the event is dropped before it reaches the correlator
+(client-go's broadcaster drops the same way: events are best effort).
 """
 
 from __future__ import annotations
@@ -26,35 +41,246 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
-from everynode.clock import Clock
+from everynode.clock import Clock, format_rfc3339
 
 log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-MAX_LRU_ENTRIES = 4096
+MAX_LRU_ENTRIES = 4096  # maxLruCacheEntries
 DEFAULT_MAX_QUEUED = 1000
+AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
+AGGREGATE_INTERVAL_SECONDS = 600.0  # defaultAggregateIntervalInSeconds
+SPAM_BURST = 25  # defaultSpamBurst
+# defaultSpamQPS is the float32 1/300; kept at float32 precision so that the refill arithmetic
+# (300 s → slightly more than one token) matches client-go's.
+SPAM_QPS: float = struct.unpack("f", struct.pack("f", 1.0 / 300.0))[0]
+AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
 
 Obj = dict[str, Any]
-_Key = tuple[str, ...]
+Key = tuple[str, ...]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A bounded map that forgets its least recently used entry (groupcache ``lru.Cache``)."""
+
+    __slots__ = ("_entries", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._entries: collections.OrderedDict[K, V] = collections.OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def add(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# -- keys (client-go: getEventKey, EventAggregatorByReasonFunc, getSpamKey) ---------------------------
+# Tuples rather than upstream's separator-less string joins: the same fields, without accidental
+# collisions between different field splits.
+
+
+def event_key(event: Obj) -> Key:
+    """The logger's key for an ordinary event: everything but timestamps and count."""
+    source, ref = event.get("source") or {}, event.get("involvedObject") or {}
+    return ("event", source.get("component", ""), source.get("host", ""), ref.get("kind", ""),
+            ref.get("namespace", ""), ref.get("name", ""), ref.get("fieldPath", ""), ref.get("uid", ""),
+            ref.get("apiVersion", ""), event.get("type", ""), event.get("reason", ""), event.get("message", ""))
+
+
+def aggregate_keys(event: Obj) -> tuple[Key, str]:
+    """(group key, key within the group): events that differ only by message share a group."""
+    source, ref = event.get("source") or {}, event.get("involvedObject") or {}
+    return (("aggregate", source.get("component", ""), source.get("host", ""), ref.get("kind", ""),
+             ref.get("namespace", ""), ref.get("name", ""), ref.get("uid", ""), ref.get("apiVersion", ""),
+             event.get("type", ""), event.get("reason", ""), event.get("reportingComponent", ""),
+             event.get("reportingInstance", "")),
+            event.get("message", ""))
+
+
+def spam_key(event: Obj) -> Key:
+    """The spam filter's key: source and involved object only."""
+    source, ref = event.get("source") or {}, event.get("involvedObject") or {}
+    return _spam_key(source.get("component", ""), source.get("host", ""), ref)
+
+
+def _spam_key(component: str, host: str, ref: Obj) -> Key:
+    return (component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+            ref.get("uid", ""), ref.get("apiVersion", ""))
+
+
+# -- the three steps --------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Seen:
+class _Group:
+    messages: set[str]
+    last_seen: float
+
+
+def _unix_nano_suffix(now: float) -> str:
+    return f"{int(now * 1e9):x}"
+
+
+class EventAggregator:
+    """Step 1: fold events that differ only by message into one aggregate event."""
+
+    def __init__(self, *, cache_size: int = MAX_LRU_ENTRIES, max_events: int = AGGREGATE_MAX_EVENTS,
+                 max_interval: float = AGGREGATE_INTERVAL_SECONDS,
+                 name_suffix: Callable[[float], str] = _unix_nano_suffix) -> None:
+        self.max_events = max_events
+        self.max_interval = max_interval
+        self._name_suffix = name_suffix
+        self._groups: LRU[Key, _Group] = LRU(cache_size)
+
+    def aggregate(self, event: Obj, *, now: float) -> tuple[Obj, Key]:
+        """The event to record (``event`` itself or a new aggregate event) and its correlation key."""
+        group_key, message = aggregate_keys(event)
+        group = self._groups.get(group_key)
+        if group is None or now - group.last_seen > self.max_interval:
+            group = _Group(set(), now)
+        group.messages.add(message)
+        group.last_seen = now
+        self._groups.add(group_key, group)
+        if len(group.messages) < self.max_events:
+            return event, event_key(event)
+        group.messages.pop()  # an arbitrary one, as upstream's PopAny
+        ref = event["involvedObject"]
+        stamp = format_rfc3339(now)
+        combined: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{ref.get('name', '')}.{self._name_suffix(now)}",
+                         "namespace": event["metadata"]["namespace"]},
+            "involvedObject": ref,
+            "reason": event.get("reason", ""),
+            "message": AGGREGATE_MESSAGE_PREFIX + message,
+            "source": event.get("source") or {},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "type": event.get("type", ""),
+        }
+        return combined, group_key
+
+
+@dataclass(slots=True)
+class Observation:
+    """What the logger remembers of a written Event (client-go's ``eventLog``)."""
+
     name: str
-    namespace: str
     count: int
     first_timestamp: str
+
+
+class EventLogger:
+    """Step 2: repeats of a correlation key become count patches of the first Event."""
+
+    def __init__(self, *, cache_size: int = MAX_LRU_ENTRIES) -> None:
+        self._seen: LRU[Key, Observation] = LRU(cache_size)
+
+    def observe(self, event: Obj, key: Key) -> tuple[Obj, Obj | None, Observation]:
+        """(event as it should now look, strategic-merge patch or None to create, the observation)."""
+        seen = self._seen.get(key)
+        if seen is None:
+            md = event["metadata"]
+            seen = Observation(md["name"], event.get("count", 1), event["firstTimestamp"])
+            self._seen.add(key, seen)
+            return event, None, seen
+        seen.count += 1
+        self._seen.add(key, seen)
+        event = {**event, "metadata": {**event["metadata"], "name": seen.name},
+                 "firstTimestamp": seen.first_timestamp, "count": seen.count}
+        # What client-go's two-way patch against a zeroed copy comes to.
+        patch: Obj = {"count": seen.count, "lastTimestamp": event["lastTimestamp"]}
+        if event.get("message"):
+            patch["message"] = event["message"]
+        return event, patch, seen
+
+
+@dataclass(slots=True)
+class _TokenBucket:
+    tokens: float
+    last: float
+
+
+class SpamFilter:
+    """Step 3: a token bucket per source + object; an event without a token is skipped."""
+
+    def __init__(self, *, cache_size: int = MAX_LRU_ENTRIES, burst: int = SPAM_BURST, qps: float = SPAM_QPS) -> None:
+        self.burst = burst
+        self.qps = qps
+        self._buckets: LRU[Key, _TokenBucket] = LRU(cache_size)
+
+    def skip(self, event: Obj, *, now: float) -> bool:
+        return self.skip_key(spam_key(event), now=now)
+
+    def skip_key(self, key: Key, *, now: float) -> bool:
+        bucket = self._buckets.get(key)
+        if bucket is None:  # a new (or forgotten) object starts with a full bucket
+            bucket = _TokenBucket(float(self.burst), now)
+        self._buckets.add(key, bucket)
+        tokens = min(float(self.burst), bucket.tokens + max(0.0, now - bucket.last) * self.qps)
+        if tokens < 1.0:
+            return True  # x/time/rate leaves the bucket untouched when it refuses
+        bucket.tokens, bucket.last = tokens - 1.0, now
+        return False
+
+
+@dataclass(slots=True)
+class Correlated:
+    """The correlator's verdict: skip, or write ``event`` (create, or ``patch`` the existing one)."""
+
+    skip: bool
+    event: Obj | None = None
+    patch: Obj | None = None
+    observation: Observation | None = None
+
+
+class EventCorrelator:
+    """aggregate → observe → filter, as ``EventCorrelator.EventCorrelate``."""
+
+    def __init__(self, *, cache_size: int = MAX_LRU_ENTRIES,
+                 name_suffix: Callable[[float], str] = _unix_nano_suffix) -> None:
+        self.aggregator = EventAggregator(cache_size=cache_size, name_suffix=name_suffix)
+        self.logger = EventLogger(cache_size=cache_size)
+        self.spam_filter = SpamFilter(cache_size=cache_size)
+
+    def correlate(self, event: Obj, *, now: float) -> Correlated:
+        event, key = self.aggregator.aggregate(event, now=now)
+        event, patch, observation = self.logger.observe(event, key)
+        if self.spam_filter.skip(event, now=now):
+            return Correlated(skip=True)
+        return Correlated(skip=False, event=event, patch=patch, observation=observation)
+
+
+# -- the recorder -------------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class _Job:
     event: Obj  # the complete Event (used to create, or to recreate if a patch finds it gone)
+    observation: Observation  # shared with the logger: carries the Event's current name
     patch: Obj | None = None  # set when this is a repeat
 
 
@@ -63,6 +289,7 @@ class RecorderStats:
     created: int = 0
     patched: int = 0
     dropped: int = 0
+    skipped: int = 0  # refused by the spam filter
     failed: int = 0
     by_reason: collections.Counter[str] = field(default_factory=collections.Counter)
 
@@ -91,11 +318,11 @@ class EventRecorder:
         self.clock = clock if clock is not None else Clock()
         self.cache_size = cache_size
         self.stats = RecorderStats()
+        self.correlator = EventCorrelator(cache_size=cache_size, name_suffix=self._suffix)
         self._workers = max(1, workers)
         self._per_worker = max(1, max_queued // self._workers)
         self._queues: list[asyncio.Queue[_Job]] = []
         self._tasks: list[asyncio.Task[None]] = []
-        self._seen: collections.OrderedDict[_Key, _Seen] = collections.OrderedDict()
         self._last_ns = 0
         self._closed = False
 
@@ -115,34 +342,22 @@ class EventRecorder:
             self.stats.dropped += 1
             return
         ref = object_reference(obj)
-        key: _Key = (self.component, self.host or "", ref.get("kind", ""), ref.get("namespace", ""),
-                     ref.get("name", ""), ref.get("fieldPath", ""), ref.get("uid", ""), ref.get("apiVersion", ""),
-                     type, reason, message)
-        now = self.clock.rfc3339()
-        seen = self._seen.get(key)
-        if seen is not None:
-            self._seen.move_to_end(key)
-            seen.count += 1
-            event = self._make_event(ref, type, reason, message, name=seen.name, namespace=seen.namespace,
-                                     first=seen.first_timestamp, last=now, count=seen.count)
-            job = _Job(event, {"count": seen.count, "lastTimestamp": now, "message": message})
-        else:
-            namespace = ref.get("namespace") or "default"
-            name = f"{ref.get('name', '')}.{self._suffix()}"
-            event = self._make_event(ref, type, reason, message, name=name, namespace=namespace,
-                                     first=now, last=now, count=1)
-            self._seen[key] = _Seen(name, namespace, 1, now)
-            if len(self._seen) > self.cache_size:
-                self._seen.popitem(last=False)
-            job = _Job(event)
-        queue = self._queues[hash(key) % self._workers]
-        try:
-            queue.put_nowait(job)
-        except asyncio.QueueFull:
+        queue = self._queues[hash(_spam_key(self.component, self.host or "", ref)) % self._workers]
+        if queue.full():
             self.stats.dropped += 1
             if self.stats.dropped == 1 or self.stats.dropped % 1000 == 0:  # a burst must not flood the log
                 log.warning("event queue full; dropped %d event(s) so far, latest %s/%s %s: %s",
                             self.stats.dropped, ref.get("namespace", ""), ref.get("name", ""), reason, message)
+            return
+        now = self.clock.now()
+        stamp = format_rfc3339(now)
+        result = self.correlator.correlate(self._make_event(ref, type, reason, message, now=now, stamp=stamp),
+                                           now=now)
+        if result.skip:
+            self.stats.skipped += 1
+            return
+        assert result.event is not None and result.observation is not None
+        queue.put_nowait(_Job(result.event, result.observation, result.patch))
 
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> None:
         self.event(obj, type, reason, fmt % args if args else fmt)
@@ -167,29 +382,30 @@ class EventRecorder:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _suffix(self) -> str:
+    def _suffix(self, now: float | None = None) -> str:
         # Nanoseconds in hex as upstream; strictly increasing so that events recorded at the same
         # (virtual) instant still get distinct names.
-        ns = max(int(self.clock.now() * 1e9), self._last_ns + 1)
+        ns = max(int((self.clock.now() if now is None else now) * 1e9), self._last_ns + 1)
         self._last_ns = ns
         return f"{ns:x}"
 
-    def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, name: str, namespace: str,
-                    first: str, last: str, count: int) -> Obj:
+    def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str) -> Obj:
+        """``recorder.makeEvent``: a new Event, count 1, named after the object and the instant."""
         source: Obj = {"component": self.component}
         if self.host:
             source["host"] = self.host
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": f"{ref.get('name', '')}.{self._suffix(now)}",
+                         "namespace": ref.get("namespace") or "default"},
             "involvedObject": ref,
             "reason": reason,
             "message": message,
             "source": source,
-            "firstTimestamp": first,
-            "lastTimestamp": last,
-            "count": count,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
             "type": type,
             "reportingComponent": self.component,
             "reportingInstance": self.host or "",
@@ -213,15 +429,16 @@ class EventRecorder:
             except Exception as exc:  # never into the controller
                 self.stats.failed += 1
                 log.warning("unable to write event %s/%s (%s): %r", job.event["metadata"]["namespace"],
-                            job.event["metadata"]["name"], job.event["reason"], exc)
+                            job.observation.name, job.event["reason"], exc)
             finally:
                 queue.task_done()
 
     async def _write(self, job: _Job) -> None:
-        md = job.event["metadata"]
+        seen = job.observation
+        namespace = job.event["metadata"]["namespace"]
         if job.patch is not None:
             try:
-                await self.client.patch("events", md["name"], job.patch, namespace=md["namespace"],
+                await self.client.patch("events", seen.name, job.patch, namespace=namespace,
                                         patch_type="strategic")
                 self.stats.patched += 1
                 return
@@ -230,17 +447,21 @@ class EventRecorder:
                     raise
             # Deleted (or never created) meanwhile: create it with the aggregated count.
         event = job.event
+        if event["metadata"]["name"] != seen.name:
+            event = {**event, "metadata": {**event["metadata"], "name": seen.name}}
         for attempt in range(3):
             try:
-                await self.client.create("events", event, namespace=md["namespace"])
+                await self.client.create("events", event, namespace=namespace)
                 break
             except ApiError as exc:
                 if exc.reason != "AlreadyExists" or attempt == 2:
                     raise
                 # Another component named an event about the same object at the same instant
                 # (likely under virtual time, where much happens at one instant): take a fresh
-                # name rather than lose the event.
+                # name rather than lose the event, and let later patches follow it (what
+                # client-go's UpdateState does with the server's answer).
                 fresh = f"{event['involvedObject'].get('name', '')}.{self._suffix()}{random_suffix(3)}"
                 event = {**event, "metadata": {**event["metadata"], "name": fresh}}
+                seen.name = fresh
         self.stats.created += 1
         self.stats.by_reason[job.event["reason"]] += 1
