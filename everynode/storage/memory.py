@@ -170,11 +170,20 @@ class ResourceIndex:
         return keys
 
 
+# Resources kept out of structural sharing.  A node's Lease is rewritten every 10 s by its kubelet
+# (6,500 writes/s at 65,000 nodes), and each write brings new content (renewTime, the managedFields
+# time) in freshly decoded containers: sharing looked up and serialised most of it on every write
+# for ~1.4 KB saved per Lease.  Measured on an idle 5,000-node cluster: 92–112 µs of CPU per
+# renewal with sharing, 60–69 µs without; the memory is ~90 MB at 65,000 nodes.
+UNSHARED_RESOURCES = frozenset({"leases.coordination.k8s.io"})
+
+
 class MemoryStore(Store):
     """All objects in memory; nothing survives the process.  Also the base of :class:`SqliteStore`."""
 
     def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000,
-                 share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL) -> None:
+                 share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL,
+                 unshared: frozenset[str] = UNSHARED_RESOURCES) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
         # Objects that expire (Events, as etcd leases expire them upstream): resource -> seconds.
         self._ttl: dict[str, float] = {r: event_ttl for r in TTL_RESOURCES} if event_ttl else {}
@@ -184,6 +193,7 @@ class MemoryStore(Store):
         self._expiry_loaded: list[tuple[str, Key, int]] = []  # loaded from disk, TTL not started
         # Equal sub-trees of stored objects are kept once (canonical.py); 0 turns sharing off.
         self._canonical = Canonicalizer(capacity=share_capacity) if share_capacity > 0 else None
+        self._unshared = unshared  # resources stored as written (UNSHARED_RESOURCES)
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)
         self._hub = WatchHub(history=history, max_backlog=watcher_backlog)
@@ -351,18 +361,20 @@ class MemoryStore(Store):
         self._assigned_rv += 1
         return self._assigned_rv
 
-    def _shared(self, obj: Obj, previous: Obj | None = None) -> Obj:
+    def _shared(self, obj: Obj, previous: Obj | None = None, resource: str = "") -> Obj:
         """The object about to be stored, its sub-trees replaced by equal ones already stored
         (``previous``: the stored version it replaces, whose carried-over parts are kept as are)."""
         canonical = self._canonical
-        return obj if canonical is None else canonical.object(obj, previous)
+        if canonical is None or resource in self._unshared:
+            return obj
+        return canonical.object(obj, previous)
 
     def _prepare_create(self, resource: str, obj: Obj) -> WatchEvent:
         key = object_key(obj)
         if self._lookup(resource, key) is not None:
             raise KeyExistsError(f"{resource} {_display(key)} already exists")
         rv = self._next_rv()
-        return WatchEvent(ADDED, self._shared(with_resource_version(obj, rv)), rv, resource, None)
+        return WatchEvent(ADDED, self._shared(with_resource_version(obj, rv), None, resource), rv, resource, None)
 
     def _prepare_update(self, resource: str, obj: Obj, expected_rv: int | None) -> WatchEvent:
         key = object_key(obj)
@@ -373,7 +385,7 @@ class MemoryStore(Store):
             raise ConflictError(f"{resource} {_display(key)}: resourceVersion {expected_rv} is stale "
                                 f"(stored {resource_version_of(current)})")
         rv = self._next_rv()
-        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv), current), rv, resource, current)
+        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv), current, resource), rv, resource, current)
 
     def _prepare_delete(self, resource: str, key: Key, expected_rv: int | None,
                         expected_uid: str | None) -> WatchEvent:

@@ -105,7 +105,7 @@ class SqliteStore(MemoryStore):
                 if current is not None:
                     self._indexes.setdefault(current, ResourceIndex()).load_sorted(batch)
                 current, batch = resource, []
-            obj = self._shared(orjson.loads(value))
+            obj = self._shared(orjson.loads(value), None, resource)
             batch.append(((namespace, name), obj))
             self.track_expiry(resource, (namespace, name), int(obj["metadata"]["resourceVersion"]))
             max_rv = max(max_rv, int(obj["metadata"]["resourceVersion"]))

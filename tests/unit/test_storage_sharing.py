@@ -255,6 +255,25 @@ async def test_sharing_can_be_turned_off() -> None:
     assert a["spec"]["containers"] is not b["spec"]["containers"]
 
 
+def lease(name: str) -> dict[str, Any]:
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": "2026-01-01T00:00:00.000000Z"},
+            "extra": {"same": ["for", "every", "lease"]}}
+
+
+async def test_leases_are_stored_as_written() -> None:
+    """Leases are rewritten every 10 s per node: kept out of sharing (UNSHARED_RESOURCES)."""
+    store = MemoryStore()
+    a = await store.create("leases.coordination.k8s.io", deep_copy(lease("a")))
+    b = await store.create("leases.coordination.k8s.io", deep_copy(lease("b")))
+    assert a["extra"] == b["extra"] and a["extra"] is not b["extra"]
+    shared = MemoryStore(unshared=frozenset())
+    a = await shared.create("leases.coordination.k8s.io", deep_copy(lease("a")))
+    b = await shared.create("leases.coordination.k8s.io", deep_copy(lease("b")))
+    assert a["extra"] is b["extra"]
+
+
 # -- Events expire ----------------------------------------------------------------------------------
 
 
