@@ -209,46 +209,39 @@ class Canonicalizer:
             new[i] = (v, at)
             return v
 
-        def object_(obj: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
-            # ``previous``: the stored version this one replaces.  A child that is the same
+        def level(container: dict[str, Any], previous: Any, at: int, top: bool) -> None:
+            # One level of a stored object kept out of the tables (the object itself, and its
+            # ``metadata`` when ``top``): its values are canonicalised in place.  ``previous``:
+            # the same level of the stored version this one replaces.  A child that is the same
             # object at the same place (an update carries it over) is canonical there already:
             # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
             before = list(previous.items()) if type(previous) is dict else ()
             n_before = len(before)
-            for n, (key, child) in enumerate(obj.items()):
+            for n, (key, child) in enumerate(container.items()):
                 ct = type(child)
                 if ct is str or ct is int:
                     canon = scalars.new.get(child)
                     if canon is None:
                         canon = scalars.intern(child, child)
                     if canon is not child:
-                        obj[key] = canon
+                        container[key] = canon
                     continue
+                old_child = None
                 if n < n_before:
                     old_key, old_child = before[n]
-                    if old_child is child and old_key == key:
+                    if old_key != key:
+                        old_child = None
+                    elif old_child is child:
                         continue
-                if key == "metadata" and ct is dict:
-                    md_at = hash((0, n))
-                    old_md = before[n][1] if n < n_before and before[n][0] == "metadata" else None
-                    md_before = list(old_md.items()) if type(old_md) is dict else ()
-                    n_md_before = len(md_before)
-                    for m, (mkey, mchild) in enumerate(child.items()):
-                        mt = type(mchild)
-                        if mt is str or mt is int:
-                            canon = scalars.new.get(mchild)
-                            if canon is None:
-                                canon = scalars.intern(mchild, mchild)
-                        elif m < n_md_before and md_before[m][1] is mchild and md_before[m][0] == mkey:
-                            continue
-                        else:
-                            canon = value(mchild, hash((md_at, m)))
-                        if canon is not mchild:
-                            child[mkey] = canon
+                if top and key == "metadata" and ct is dict:
+                    level(child, old_child, hash((at, n)), False)
                     continue
-                canon = value(child, hash((0, n)))
+                canon = value(child, hash((at, n)))
                 if canon is not child:
-                    obj[key] = canon
+                    container[key] = canon
+
+        def object_(obj: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+            level(obj, previous, 0, True)
             return obj
 
         self.value = value
