@@ -24,6 +24,7 @@ from typing import Any
 from everynode.api import field
 from everynode.api.field import FieldError
 from everynode.api.names import is_dns1123_label, is_qualified_name, is_valid_label_value
+from everynode.memo import remember
 
 Obj = dict[str, Any]
 NameFn = Callable[[str, bool], list[str]]
@@ -194,7 +195,7 @@ def validate_object_meta(meta: Any, *, namespaced: bool, name_fn: NameFn, path: 
     return errs
 
 
-_VALID_NAMES: set[tuple[Any, str, bool]] = set()  # (name_fn, value, prefix) known to pass
+_VALID_NAMES: dict[tuple[Any, str, bool], bool] = {}  # (name_fn, value, prefix) known to pass
 _VALID_NAMES_MAX = 16_384
 
 
@@ -209,9 +210,7 @@ def _name_errors(name_fn: NameFn, value: str, prefix: bool) -> list[str]:
         return []
     errs = name_fn(value, prefix)
     if not errs:
-        if len(_VALID_NAMES) >= _VALID_NAMES_MAX:
-            _VALID_NAMES.clear()
-        _VALID_NAMES.add(memo_key)
+        remember(_VALID_NAMES, memo_key, True, limit=_VALID_NAMES_MAX)
     return errs
 
 

@@ -58,6 +58,7 @@ from everynode.api.validation.meta import (
     validate_object_meta_update,
     validate_qualified_name,
 )
+from everynode.memo import remember
 
 Obj = dict[str, Any]
 MAX_INT32 = 2**31 - 1
@@ -690,10 +691,8 @@ def _toleration_errors(tol: Obj, tol_path: str) -> tuple[FieldError, ...]:
                 as_str(tol.get("value")), tol.get("tolerationSeconds") is not None)
     errs = _TOLERATION_ERRORS.get(memo_key)
     if errs is None:
-        errs = tuple(_validate_toleration(*memo_key))
-        if len(_TOLERATION_ERRORS) >= _TOLERATION_ERRORS_MAX:
-            _TOLERATION_ERRORS.clear()
-        _TOLERATION_ERRORS[memo_key] = errs
+        errs = remember(_TOLERATION_ERRORS, memo_key, tuple(_validate_toleration(*memo_key)),
+                        limit=_TOLERATION_ERRORS_MAX)
     return errs
 
 

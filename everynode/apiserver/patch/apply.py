@@ -39,6 +39,7 @@ from everynode.api.errors import ApiError, bad_request, status
 from everynode.api.gojson import go_json
 from everynode.api.meta import deep_copy
 from everynode.api.schema import Node
+from everynode.memo import remember
 
 Path = tuple[str, ...]
 
@@ -94,10 +95,8 @@ def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
     except TypeError:  # an unhashable key value (a list or object): render it every time
         return "k:" + go_json(_ident(item, keys)).decode()
     if element is None:
-        element = "k:" + go_json(_ident(item, keys)).decode()
-        if len(_KEY_ELEMENTS) >= _KEY_ELEMENTS_MAX:
-            _KEY_ELEMENTS.clear()
-        _KEY_ELEMENTS[memo_key] = element
+        element = remember(_KEY_ELEMENTS, memo_key, "k:" + go_json(_ident(item, keys)).decode(),
+                           limit=_KEY_ELEMENTS_MAX)
     return element
 
 
@@ -203,11 +202,7 @@ def fields_v1(paths: set[Path]) -> dict[str, Any]:
     shared = _TREES_BY_SET.get(members)
     if shared is not None:
         return shared
-    tree = _render_fields_v1(members)
-    if len(_TREES_BY_SET) >= _TREES_BY_SET_MAX:
-        _TREES_BY_SET.clear()
-    _TREES_BY_SET[members] = tree
-    return tree
+    return remember(_TREES_BY_SET, members, _render_fields_v1(members), limit=_TREES_BY_SET_MAX)
 
 
 # Field set -> its interned tree.  Bounded more tightly than _TREES: a key holds the whole set
@@ -232,10 +227,7 @@ def _render_fields_v1(members: frozenset[Path]) -> dict[str, Any]:
     shared = _TREES.get(key)
     if shared is not None:
         return shared
-    if len(_TREES) >= _TREES_MAX:
-        _TREES.clear()
-    _TREES[key] = root
-    return root
+    return remember(_TREES, key, root, limit=_TREES_MAX)
 
 
 def _mark(tree: dict[str, Any], path: Path, members: set[Path]) -> None:
@@ -584,19 +576,14 @@ def _created_fields(new: dict[str, Any], node: Node | None, skip: frozenset[str]
     Every Event, and every other object of one kind created by one component, has the same
     keys: the field set is then known without building its paths again."""
     shape = _shape(new)
-    if shape is None:
+    key = None if shape is None else (*memo_key, shape)
+    fields = None if key is None else _CREATED_FIELDS.get(key)
+    if fields is None:
         out: set[Path] = set()
         _collect(new, node, (), out)
-        return _tracked(out, skip)
-    key = (*memo_key, shape)
-    fields = _CREATED_FIELDS.get(key)
-    if fields is None:
-        out = set()
-        _collect(new, node, (), out)
-        fields = frozenset(_tracked(out, skip))
-        if len(_CREATED_FIELDS) >= _CREATED_FIELDS_MAX:
-            _CREATED_FIELDS.clear()
-        _CREATED_FIELDS[key] = fields
+        fields = _tracked(out, skip)
+        if key is not None:
+            fields = remember(_CREATED_FIELDS, key, frozenset(fields), limit=_CREATED_FIELDS_MAX)
     return fields
 
 

@@ -23,6 +23,7 @@ from everynode.api import intstr
 from everynode.api.meta import deep_copy, make_controller_ref
 from everynode.api.scheduling import find_untolerated_taint, node_matches_required_affinity
 from everynode.clock import parse_rfc3339
+from everynode.memo import remember
 
 Obj = dict[str, Any]
 
@@ -324,10 +325,7 @@ _EPOCH_CACHE: dict[str, float] = {}
 def _epoch(text: str) -> float:
     value = _EPOCH_CACHE.get(text)
     if value is None:
-        value = parse_rfc3339(text)
-        if len(_EPOCH_CACHE) > 100_000:
-            _EPOCH_CACHE.clear()
-        _EPOCH_CACHE[text] = value
+        value = remember(_EPOCH_CACHE, text, parse_rfc3339(text), limit=100_000)
     return value
 
 
