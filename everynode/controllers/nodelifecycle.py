@@ -172,14 +172,10 @@ def has_taint(node: Obj, key: str, effect: str) -> bool:
                for t in (node.get("spec") or {}).get("taints") or ())
 
 
-def compute_zone_state(ready: list[str | None], *, unhealthy_threshold: float = 0.55) -> tuple[int, str]:
-    """``ComputeZoneState``: (not-ready count, state) from the nodes' Ready statuses."""
-    ready_nodes = sum(1 for s in ready if s == "True")
-    return zone_state(ready_nodes, len(ready) - ready_nodes, unhealthy_threshold=unhealthy_threshold)
-
-
 def zone_state(ready_nodes: int, not_ready: int, *, unhealthy_threshold: float = 0.55) -> tuple[int, str]:
-    """:func:`compute_zone_state` from the counts of Ready and not-Ready nodes."""
+    """``ComputeZoneState``: (not-ready count, state) from the counts of a zone's Ready nodes and
+    of the others (Ready False, Unknown, or not posted yet); the monitor keeps these counts
+    instead of the statuses' list."""
     if ready_nodes == 0 and not_ready > 0:
         return not_ready, FULL_DISRUPTION
     if not_ready > 2 and not_ready / (not_ready + ready_nodes) >= unhealthy_threshold:

@@ -14,13 +14,13 @@ from everynode.controllers.nodelifecycle import (
     PARTIAL_DISRUPTION,
     UNREACHABLE,
     TokenBucket,
-    compute_zone_state,
     desired_noschedule_keys,
     mark_unknown,
     reconcile_noschedule_taints,
     swap_noexecute_taint,
     zone_key,
     zone_rate,
+    zone_state,
 )
 
 Obj = dict[str, Any]
@@ -101,18 +101,20 @@ def test_zone_key(labels: dict[str, str], expected: str) -> None:
     assert zone_key(node(labels=labels)) == expected
 
 
-@pytest.mark.parametrize(("ready", "expected"), [
-    ([], (0, NORMAL)),
-    (["True", "True"], (0, NORMAL)),
-    (["Unknown"], (1, FULL_DISRUPTION)),
-    ([None, "False"], (2, FULL_DISRUPTION)),
-    (["True", "False", "False"], (2, NORMAL)),  # not more than 2 not ready
-    (["True", "False", "False", "Unknown"], (3, PARTIAL_DISRUPTION)),  # 75 %
-    (["True", "True", "False", "False", "Unknown"], (3, PARTIAL_DISRUPTION)),  # 60 %
-    (["True", "True", "True", "False", "False", "Unknown"], (3, NORMAL)),  # 50 % < 55 %
+@pytest.mark.parametrize(("ready", "not_ready", "expected"), [
+    (0, 0, (0, NORMAL)),
+    (2, 0, (0, NORMAL)),
+    (0, 1, (1, FULL_DISRUPTION)),  # Unknown
+    (0, 2, (2, FULL_DISRUPTION)),  # never posted, False
+    (1, 2, (2, NORMAL)),  # not more than 2 not ready
+    (1, 3, (3, PARTIAL_DISRUPTION)),  # 75 %
+    (2, 3, (3, PARTIAL_DISRUPTION)),  # 60 %
+    (3, 3, (3, NORMAL)),  # 50 % < 55 %
 ])
-def test_compute_zone_state(ready: list[str | None], expected: tuple[int, str]) -> None:
-    assert compute_zone_state(ready) == expected
+def test_zone_state(ready: int, not_ready: int, expected: tuple[int, str]) -> None:
+    """``ComputeZoneState`` from the counts of Ready nodes and of the others (False, Unknown, or
+    no Ready condition yet)."""
+    assert zone_state(ready, not_ready) == expected
 
 
 @pytest.mark.parametrize(("state", "size", "expected"), [
