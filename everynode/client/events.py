@@ -233,9 +233,7 @@ class SpamFilter:
         self._buckets: LRU[Key, _TokenBucket] = LRU(cache_size)
 
     def skip(self, event: Obj, *, now: float) -> bool:
-        return self.skip_key(spam_key(event), now=now)
-
-    def skip_key(self, key: Key, *, now: float) -> bool:
+        key = spam_key(event)
         bucket = self._buckets.get(key)
         if bucket is None:  # a new (or forgotten) object starts with a full bucket
             bucket = _TokenBucket(float(self.burst), now)
