@@ -416,9 +416,9 @@ class KubeletSimulator:
         """``lease`` with ``renewTime`` moved to ``now`` (and the fields the kubelet owns set):
         a new dict sharing everything it does not change, since stored objects are immutable."""
         spec = dict(lease.get("spec") or {})
-        spec["renewTime"] = now
-        spec["holderIdentity"] = ns.name
+        spec["holderIdentity"] = ns.name  # (the Lease's field order, for a new spec)
         spec["leaseDurationSeconds"] = self.lease_duration
+        spec["renewTime"] = now
         out = dict(lease)
         out["spec"] = spec
         md = lease.get("metadata") or {}
@@ -460,16 +460,8 @@ class KubeletSimulator:
 
     async def _ensure_lease(self, ns: NodeState, now: str) -> None:
         """``backoffEnsureLease``: create the Lease, or renew the one someone else created."""
-        lease: Obj = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": ns.name, "namespace": LEASE_NAMESPACE},
-            "spec": {"holderIdentity": ns.name, "leaseDurationSeconds": self.lease_duration,
-                     "renewTime": now},
-        }
-        if ns.uid:
-            lease["metadata"]["ownerReferences"] = [
-                {"apiVersion": "v1", "kind": "Node", "name": ns.name, "uid": ns.uid}]
+        lease = self._renewed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                               "metadata": {"name": ns.name, "namespace": LEASE_NAMESPACE}}, ns, now)
         try:
             ns.lease = await self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
         except ApiError as e:
