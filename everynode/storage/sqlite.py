@@ -44,7 +44,14 @@ import orjson
 
 from everynode.storage.base import Obj, StorageError, WatchEvent
 from everynode.storage.canonical import DEFAULT_CAPACITY
-from everynode.storage.memory import EVENT_TTL, Key, MemoryStore, ResourceIndex, object_key
+from everynode.storage.memory import (
+    EVENT_TTL,
+    UNSHARED_RESOURCES,
+    Key,
+    MemoryStore,
+    ResourceIndex,
+    object_key,
+)
 from everynode.storage.watch import DELETED
 
 log = logging.getLogger(__name__)
@@ -75,9 +82,9 @@ PendingKey = tuple[str, str, str]  # (resource, namespace, name)
 class SqliteStore(MemoryStore):
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, history: int = 10_000,
                  watcher_backlog: int = 100_000, share_capacity: int = DEFAULT_CAPACITY,
-                 event_ttl: float | None = EVENT_TTL) -> None:
+                 event_ttl: float | None = EVENT_TTL, unshared: frozenset[str] = UNSHARED_RESOURCES) -> None:
         super().__init__(history=history, watcher_backlog=watcher_backlog, share_capacity=share_capacity,
-                         event_ttl=event_ttl)
+                         event_ttl=event_ttl, unshared=unshared)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = _open(self.path, fsync=fsync)

@@ -262,16 +262,22 @@ def lease(name: str) -> dict[str, Any]:
             "extra": {"same": ["for", "every", "lease"]}}
 
 
-async def test_leases_are_stored_as_written() -> None:
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_leases_are_stored_as_written(backend: str, tmp_path) -> None:
     """Leases are rewritten every 10 s per node: kept out of sharing (UNSHARED_RESOURCES)."""
-    store = MemoryStore()
+    def open_store(name: str, **options: Any) -> MemoryStore:
+        return MemoryStore(**options) if backend == "memory" else SqliteStore(tmp_path / name, **options)
+
+    store = open_store("default.db")
     a = await store.create("leases.coordination.k8s.io", deep_copy(lease("a")))
     b = await store.create("leases.coordination.k8s.io", deep_copy(lease("b")))
     assert a["extra"] == b["extra"] and a["extra"] is not b["extra"]
-    shared = MemoryStore(unshared=frozenset())
+    await store.close()
+    shared = open_store("shared.db", unshared=frozenset())
     a = await shared.create("leases.coordination.k8s.io", deep_copy(lease("a")))
     b = await shared.create("leases.coordination.k8s.io", deep_copy(lease("b")))
     assert a["extra"] is b["extra"]
+    await shared.close()
 
 
 # -- Events expire ----------------------------------------------------------------------------------
