@@ -17,8 +17,8 @@ second carries work proportional to N — each node's kubelet renews its Lease e
 real API write, watched by the node lifecycle controller) and reports its status every 5 min.
 The rest is O(changes): the health monitor visits only nodes that changed or whose deadline
 passed, and the rolling-update planner re-classifies only nodes whose pods changed (upstream
-walks all nodes in both).  ``--max-steps K`` stops after K nodes have been rolled, for measuring the per-step
-cost at sizes whose full rollout would take hours; the report then extrapolates.
+walks all nodes in both).  ``--max-steps K`` stops after K nodes have been rolled, for measuring
+the per-step cost at sizes whose full rollout would take hours; the report then extrapolates.
 
 Usage::
 

@@ -7,9 +7,10 @@ implies, done straight against a fresh in-memory store (the writes the outcome n
 nothing else), measured *before* the cluster starts — on a heap the cluster has not grown, so
 that garbage-collector passes over the cluster's objects are counted as the cluster's cost, not
 the floor's; ``ratio = seconds / floor_seconds`` is therefore a machine-independent measure of
-overhead.  ``converge`` also reports ``api_floor_seconds`` and ``api_ratio`` (see :func:`api_floor`):
-the same pods' writes made through the API service alone, which splits the ratio into the cost
-of upstream's API semantics per write and the cost of the controllers around them.  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
+overhead.  ``converge`` also reports ``api_floor_seconds`` and ``api_ratio`` (see
+:func:`api_floor`): the same pods' writes made through the API service alone, which splits the
+ratio into the cost of upstream's API semantics per write and the cost of the controllers around
+them.  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
 delays.  Benchmarks are never run as timed tests.
 """
 
