@@ -103,6 +103,23 @@ def pod_conditions(pod: Obj, now: str, *, sandbox: bool, ready: bool, failed: bo
     return _keep_transition(conds, previous)
 
 
+def placement(host_ip: str, start_time: str, pod_ip: str | None = None) -> Obj:
+    """The fields every status write of a bound pod carries: where it runs, since when, and its
+    IP once the sandbox has one (``hostIPs``/``podIPs`` list the same single-stack addresses)."""
+    out: Obj = {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}], "startTime": start_time}
+    if pod_ip:
+        out["podIP"] = pod_ip
+        out["podIPs"] = [{"ip": pod_ip}]
+    return out
+
+
+def running(pod: Obj, pod_uid: str, now: str, *, ready: bool) -> Obj:
+    """Phase, conditions and container statuses of a pod whose containers have started."""
+    return {"phase": "Running",
+            "conditions": pod_conditions(pod, now, sandbox=True, ready=ready),
+            "containerStatuses": running_statuses(pod.get("spec") or {}, pod_uid, now, ready=ready)}
+
+
 def _base_status(c: Obj, pod_uid: str, restart: int) -> Obj:
     image = c.get("image") or ""
     return {

@@ -744,11 +744,7 @@ class KubeletSimulator:
     def _common(self, ps: PodState, ns: NodeState, now: str, *, with_ip: bool) -> Obj:
         if not ps.started_at:
             ps.started_at = now
-        st: Obj = {"hostIP": ns.ip, "hostIPs": [{"ip": ns.ip}], "startTime": ps.started_at}
-        if with_ip and ps.ip:
-            st["podIP"] = ps.ip
-            st["podIPs"] = [{"ip": ps.ip}]
-        return st
+        return podstatus.placement(ns.ip, ps.started_at, ps.ip if with_ip else None)
 
     async def _write_pending(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         now = self.clock.rfc3339()
@@ -788,10 +784,7 @@ class KubeletSimulator:
             ps.stage = "done"
             self._release_ip(ps, ns)
             return
-        ready = behavior == "ready"
-        status["phase"] = "Running"
-        status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=True, ready=ready)
-        status["containerStatuses"] = podstatus.running_statuses(spec, ps.uid, now, ready=ready)
+        status.update(podstatus.running(pod, ps.uid, now, ready=behavior == "ready"))
         await self._patch_status(ps, status)
         if has_env(pod):
             await self._record_env(ps, pod, status)

@@ -132,9 +132,7 @@ async def api_floor(n: int) -> float:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace=DS_NAMESPACE)
         now = clock.rfc3339()
         ip = f"10.{(i >> 8) & 255}.{i & 255}.1"
-        status = {"hostIP": ip, "hostIPs": [{"ip": ip}], "startTime": now, "podIP": ip, "podIPs": [{"ip": ip}],
-                  "phase": "Running", "conditions": podstatus.pod_conditions(pod, now, sandbox=True, ready=True),
-                  "containerStatuses": podstatus.running_statuses(pod["spec"], md["uid"], now, ready=True)}
+        status = {**podstatus.placement(ip, now, ip), **podstatus.running(pod, md["uid"], now, ready=True)}
         await client.patch("pods", md["name"], {"metadata": {"uid": md["uid"]}, "status": status},
                            namespace=DS_NAMESPACE, patch_type="strategic", subresource="status")
     return time.perf_counter() - t0
