@@ -25,6 +25,21 @@ from typing import Any
 
 Obj = dict[str, Any]
 
+
+def delete_options(*, grace_period_seconds: int | None = None, propagation_policy: str | None = None,
+                   preconditions: dict[str, str] | None = None, dry_run: bool = False) -> Obj:
+    """The DeleteOptions body of a delete, as client-go sends it (unset options left out)."""
+    options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    if propagation_policy is not None:
+        options["propagationPolicy"] = propagation_policy
+    if preconditions:
+        options["preconditions"] = dict(preconditions)
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
+
 PATCH_CONTENT_TYPES = {
     "json": "application/json-patch+json",
     "merge": "application/merge-patch+json",

@@ -35,7 +35,7 @@ from everynode.api import errors
 from everynode.api.errors import ApiError
 from everynode.api.registry import ResourceType, resource
 from everynode.client import kubeconfig as kcfg
-from everynode.client.base import PATCH_CONTENT_TYPES, Client, Obj
+from everynode.client.base import PATCH_CONTENT_TYPES, Client, Obj, delete_options
 
 log = logging.getLogger(__name__)
 
@@ -307,15 +307,8 @@ class HttpClient(Client):
                      propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
                      dry_run: bool = False) -> Obj:
         rt = _resolve(resource)
-        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if preconditions:
-            options["preconditions"] = dict(preconditions)
-        if dry_run:
-            options["dryRun"] = ["All"]
+        options = delete_options(grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
+                                 preconditions=preconditions, dry_run=dry_run)
         return await self._request("DELETE", self._path(rt, namespace, name), rt=rt, name=name, body=options)
 
     async def delete_collection(self, resource: str, *, namespace: str | None = None,

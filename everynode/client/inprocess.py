@@ -25,7 +25,7 @@ from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.service import ApiService, RequestOptions
-from everynode.client.base import Client, Obj
+from everynode.client.base import Client, Obj, delete_options
 from everynode.client.faults import FaultInjector
 from everynode.storage.base import ExpiredError
 
@@ -167,7 +167,8 @@ class InProcessClient(Client):
                      propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
                      dry_run: bool = False) -> Obj:
         rt = _resolve(resource)
-        options = _delete_options(grace_period_seconds, propagation_policy, preconditions, dry_run)
+        options = delete_options(grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
+                                 preconditions=preconditions, dry_run=dry_run)
         _code, body = await self._write(
             "delete", rt, name,
             self.service.delete(rt, _ns(rt, namespace), name, options=options, opts=self._opts(dry_run=dry_run)))
@@ -191,18 +192,3 @@ class InProcessClient(Client):
                                             opts=self._opts()))
         return result
 
-
-def _delete_options(grace_period_seconds: int | None, propagation_policy: str | None,
-                    preconditions: dict[str, str] | None, dry_run: bool) -> Obj | None:
-    options: Obj = {}
-    if grace_period_seconds is not None:
-        options["gracePeriodSeconds"] = grace_period_seconds
-    if propagation_policy is not None:
-        options["propagationPolicy"] = propagation_policy
-    if preconditions:
-        options["preconditions"] = dict(preconditions)
-    if dry_run:
-        options["dryRun"] = ["All"]
-    if not options:
-        return None
-    return {"kind": "DeleteOptions", "apiVersion": "v1", **options}
