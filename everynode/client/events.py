@@ -63,6 +63,9 @@ SPAM_BURST = 25  # defaultSpamBurst
 # (300 s → slightly more than one token) matches client-go's.
 SPAM_QPS: float = struct.unpack("f", struct.pack("f", 1.0 / 300.0))[0]
 AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
+# A full queue is logged on the first drop, then at most once per this many seconds (with the
+# count so far): 65,000 nodes registering at once would otherwise print a line per thousand.
+DROP_LOG_INTERVAL = 30.0
 
 Obj = dict[str, Any]
 Key = tuple[str, ...]
@@ -323,6 +326,7 @@ class EventRecorder:
         self._tasks: list[asyncio.Task[None]] = []
         self._last_ns = 0
         self._closed = False
+        self._drop_logged_at: float | None = None  # clock time of the last "queue full" line
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -343,7 +347,9 @@ class EventRecorder:
         queue = self._queues[hash(_spam_key(self.component, self.host or "", ref)) % self._workers]
         if queue.full():
             self.stats.dropped += 1
-            if self.stats.dropped == 1 or self.stats.dropped % 1000 == 0:  # a burst must not flood the log
+            at = self.clock.monotonic()
+            if self._drop_logged_at is None or at - self._drop_logged_at >= DROP_LOG_INTERVAL:
+                self._drop_logged_at = at
                 log.warning("event queue full; dropped %d event(s) so far, latest %s/%s %s: %s",
                             self.stats.dropped, ref.get("namespace", ""), ref.get("name", ""), reason, message)
             return

@@ -205,3 +205,23 @@ def test_object_reference_from_reference():
     ref = {"kind": "Pod", "namespace": "a", "name": "b", "uid": "", "fieldPath": "spec.containers{x}"}
     assert object_reference(ref) == {"kind": "Pod", "namespace": "a", "name": "b", "fieldPath": "spec.containers{x}"}
 
+
+
+async def test_full_queue_is_logged_once_per_interval(clock, caplog):
+    from everynode.client.events import DROP_LOG_INTERVAL
+
+    rec = EventRecorder(EventSink(), component="c", clock=clock, workers=1, max_queued=1)
+    with caplog.at_level("WARNING", logger="everynode.client.events"):
+        for i in range(3001):  # a burst: 3,000 drops at one instant
+            rec.event(POD, NORMAL, "R", f"m{i}")
+        assert rec.stats.dropped == 3000
+        assert [r.getMessage().split(",")[0] for r in caplog.records] == [
+            "event queue full; dropped 1 event(s) so far"]
+        clock.t += DROP_LOG_INTERVAL - 1
+        rec.event(POD, NORMAL, "R", "later")
+        assert len(caplog.records) == 1
+        clock.t += 1
+        rec.event(POD, NORMAL, "R", "much later")
+        assert len(caplog.records) == 2
+        assert caplog.records[1].getMessage().startswith("event queue full; dropped 3002 event(s) so far")
+    await rec.close()
