@@ -112,7 +112,7 @@ def backoff_delay(restarts: int) -> float:
 
 
 class NodeState:
-    __slots__ = ("name", "uid", "index", "ip", "cidr", "stopped", "adopted", "last_status", "pods",
+    __slots__ = ("name", "uid", "index", "ip", "cidr", "stopped", "adopted", "last_status", "status_rv", "pods",
                  "next_host", "free_hosts", "used_hosts", "lease")
 
     def __init__(self, name: str) -> None:
@@ -124,6 +124,7 @@ class NodeState:
         self.stopped = False
         self.adopted = False
         self.last_status = float("-inf")
+        self.status_rv = -1  # the Node's resourceVersion as our last status write returned it
         self.pods: set[str] = set()
         self.next_host = addresses.FIRST_POD_HOST
         self.free_hosts: list[int] = []
@@ -322,8 +323,10 @@ class KubeletSimulator:
             self._to_adopt.append(name)
             self._wake.set()
             self._resume_pods(ns)
-        elif ns.adopted and not ns.stopped and not _ready_true(node):
-            # Someone (node lifecycle) marked it not Ready while we run: re-assert now.
+        elif ns.adopted and not ns.stopped and not _ready_true(node) and not _older(node, ns.status_rv):
+            # Someone (node lifecycle) marked it not Ready while we run: re-assert now.  (Not for a
+            # state older than our last report: the watch delivers our own earlier writes late,
+            # e.g. the adoption's metadata patch, and re-adopting on them doubled start-up.)
             ns.last_status = float("-inf")
             self._to_adopt.append(name)
             self._wake.set()
@@ -403,13 +406,14 @@ class KubeletSimulator:
             "daemonEndpoints": {"kubeletEndpoint": {"Port": podstatus.KUBELET_PORT}},
         }
         try:
-            await self.client.patch("nodes", ns.name, {"status": status}, patch_type="strategic",
-                                    subresource="status")
+            written = await self.client.patch("nodes", ns.name, {"status": status}, patch_type="strategic",
+                                              subresource="status")
         except ApiError as e:
             if e.code == 404:
                 return
             raise
         ns.last_status = asyncio.get_running_loop().time()
+        ns.status_rv = _int((written.get("metadata") or {}).get("resourceVersion")) or -1
         self.node_status_updates += 1
 
     def _renewed(self, lease: Obj, ns: NodeState, now: str) -> Obj:
@@ -897,6 +901,14 @@ def _ready_true(node: Obj) -> bool:
         if c.get("type") == "Ready":
             return c.get("status") == "True"
     return False
+
+
+def _older(node: Obj, rv: int) -> bool:
+    """Whether ``node`` is a state from before resourceVersion ``rv``.  (resourceVersions are
+    opaque to clients in general; the simulated kubelets only serve everynode's own store, whose
+    resourceVersions are increasing integers.  One that is not an integer counts as new.)"""
+    own = _int((node.get("metadata") or {}).get("resourceVersion"))
+    return own is not None and own < rv
 
 
 def _int(text: str | None) -> int | None:

@@ -128,6 +128,45 @@ def test_node_is_adopted_with_status_addresses_and_lease() -> None:
     run_virtual(main())
 
 
+def test_each_node_is_adopted_once() -> None:
+    """Nodes registered together are adopted once each: the watch delivers the kubelet's own
+    earlier writes (the adoption's metadata patch, not yet Ready) after its status report, and
+    those must not count as "someone marked the node not Ready"."""
+
+    async def main() -> None:
+        async with Cluster() as c:
+            names = [f"w{i}" for i in range(20)]
+            for name in names:
+                await c.node(name)
+
+            async def all_ready() -> bool:
+                nodes = [await c.get_node(n) for n in names]
+                return all((cond(n, "Ready") or {}).get("status") == "True" for n in nodes)
+
+            await eventually(all_ready)
+            await asyncio.sleep(5)  # (status reports are every 300 s, renewals every 10 s)
+            assert c.kubelet.node_status_updates == len(names)
+            assert c.kubelet.errors == 0
+
+    run_virtual(main())
+
+
+def test_not_ready_written_by_someone_else_is_reasserted() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await asyncio.sleep(5)
+            reports = c.kubelet.node_status_updates
+            await c.client.patch("nodes", "w1", {"status": {"conditions": [
+                {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                 "message": "Kubelet stopped posting node status."}]}}, patch_type="strategic", subresource="status")
+            await asyncio.sleep(1)
+            assert (cond(await c.get_node("w1"), "Ready") or {}).get("status") == "True"
+            assert c.kubelet.node_status_updates == reports + 1
+
+    run_virtual(main())
+
+
 def test_lease_is_renewed_every_heartbeat_interval() -> None:
     async def main() -> None:
         async with Cluster() as c:
