@@ -151,6 +151,31 @@ def test_each_node_is_adopted_once() -> None:
     run_virtual(main())
 
 
+def test_writers_hand_the_loop_over_during_a_long_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process writes never suspend, so a writer yields every WRITER_YIELD_EVERY writes:
+    other tasks (the informers, the API server) run while a long queue is worked off."""
+    from everynode.kubelet import simulator
+
+    monkeypatch.setattr(simulator, "WRITER_YIELD_EVERY", 4)
+
+    async def main() -> None:
+        async with Cluster() as c:
+            seen: list[int] = []
+
+            async def probe() -> None:
+                while c.kubelet.node_status_updates < 40:
+                    seen.append(c.kubelet.node_status_updates)
+                    await asyncio.sleep(0)
+
+            task = asyncio.get_running_loop().create_task(probe())
+            for i in range(40):
+                await c.node(f"w{i}")
+            await asyncio.wait_for(task, 60)
+            assert any(0 < n < 40 for n in seen), seen
+
+    run_virtual(main())
+
+
 def test_not_ready_written_by_someone_else_is_reasserted() -> None:
     async def main() -> None:
         async with Cluster() as c:
