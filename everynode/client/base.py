@@ -40,6 +40,7 @@ def delete_options(*, grace_period_seconds: int | None = None, propagation_polic
         options["dryRun"] = ["All"]
     return options
 
+
 PATCH_CONTENT_TYPES = {
     "json": "application/json-patch+json",
     "merge": "application/merge-patch+json",

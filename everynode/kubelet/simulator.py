@@ -90,7 +90,7 @@ BACKOFF_MAX = 300.0
 CRASH_AFTER = 1.0  # seconds a crash-looping container runs before it exits
 PULL_FAIL_SECONDS = 1.0  # ErrImagePull shows this long before ImagePullBackOff
 WRITERS = 4
-# A writer hands the loop over after this many writes.  In-process API calls complete without
+# A writer hands the loop over after this many queue items.  In-process API calls complete without
 # suspending, so a long queue (65,000 nodes to adopt at start-up) would otherwise hold the loop
 # until it is empty while every watch on the written objects buffers, and the shared informers
 # fall so far behind that their watch is cut and they relist.
@@ -654,10 +654,10 @@ class KubeletSimulator:
             self._enqueue(ps)
 
     async def _writer(self) -> None:
-        writes = 0
+        turns = 0
         while self._running:
-            writes += 1
-            if writes % WRITER_YIELD_EVERY == 0:
+            turns += 1
+            if turns % WRITER_YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             if self._to_adopt:
                 name = self._to_adopt.popleft()
