@@ -60,6 +60,7 @@ from typing import Any
 import orjson
 
 from everynode.api.errors import ApiError
+from everynode.api.meta import resource_version
 from everynode.client.base import Client
 from everynode.client.events import NORMAL, WARNING, EventRecorder
 from everynode.client.informer import Informer, SharedInformerFactory
@@ -90,11 +91,11 @@ BACKOFF_MAX = 300.0
 CRASH_AFTER = 1.0  # seconds a crash-looping container runs before it exits
 PULL_FAIL_SECONDS = 1.0  # ErrImagePull shows this long before ImagePullBackOff
 WRITERS = 4
-# A writer hands the loop over after this many queue items.  In-process API calls complete without
-# suspending, so a long queue (65,000 nodes to adopt at start-up) would otherwise hold the loop
-# until it is empty while every watch on the written objects buffers, and the shared informers
-# fall so far behind that their watch is cut and they relist.
-WRITER_YIELD_EVERY = 256
+# The writers and the heartbeat loop hand the loop over after this many queue items.  In-process
+# API calls complete without suspending, so a long queue (65,000 nodes to adopt at start-up) would
+# otherwise hold the loop until it is empty while every watch on the written objects buffers, and
+# the shared informers fall so far behind that their watch is cut and they relist.
+YIELD_EVERY = 256
 
 
 def _annotation(obj: Obj, key: str) -> str | None:
@@ -129,7 +130,7 @@ class NodeState:
         self.stopped = False
         self.adopted = False
         self.last_status = float("-inf")
-        self.status_rv = -1  # the Node's resourceVersion as our last status write returned it
+        self.status_rv = 0  # the Node's resourceVersion as our last status write returned it
         self.pods: set[str] = set()
         self.next_host = addresses.FIRST_POD_HOST
         self.free_hosts: list[int] = []
@@ -418,7 +419,7 @@ class KubeletSimulator:
                 return
             raise
         ns.last_status = asyncio.get_running_loop().time()
-        ns.status_rv = _int((written.get("metadata") or {}).get("resourceVersion")) or -1
+        ns.status_rv = resource_version(written)
         self.node_status_updates += 1
 
     def _renewed(self, lease: Obj, ns: NodeState, now: str) -> Obj:
@@ -519,7 +520,7 @@ class KubeletSimulator:
                     self.errors += 1
                     log.info("heartbeat of node %s failed: %s", name, e)
                 n += 1
-                if n % 256 == 0:
+                if n % YIELD_EVERY == 0:
                     await asyncio.sleep(0)
         finally:
             self._hb_task = None
@@ -657,7 +658,7 @@ class KubeletSimulator:
         turns = 0
         while self._running:
             turns += 1
-            if turns % WRITER_YIELD_EVERY == 0:
+            if turns % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             if self._to_adopt:
                 name = self._to_adopt.popleft()
@@ -916,8 +917,8 @@ def _older(node: Obj, rv: int) -> bool:
     """Whether ``node`` is a state from before resourceVersion ``rv``.  (resourceVersions are
     opaque to clients in general; the simulated kubelets only serve everynode's own store, whose
     resourceVersions are increasing integers.  One that is not an integer counts as new.)"""
-    own = _int((node.get("metadata") or {}).get("resourceVersion"))
-    return own is not None and own < rv
+    own = resource_version(node)  # 0 when missing or not an integer
+    return 0 < own < rv
 
 
 def _int(text: str | None) -> int | None:

@@ -47,6 +47,12 @@ async def events_about_agent(client: Any) -> list[Obj]:
                   key=lambda e: e["metadata"]["name"])
 
 
+def the_aggregate(events: list[Obj]) -> Obj:
+    """The one "(combined from similar events)" Event among ``events``."""
+    [combined] = [e for e in events if e["message"].startswith("(combined")]
+    return combined
+
+
 async def test_sixty_created_pod_events_leave_ten_events(client):
     clock = SteppedClock()
     rec = EventRecorder(client, component="daemonset-controller", clock=clock)
@@ -57,7 +63,7 @@ async def test_sixty_created_pod_events_leave_ten_events(client):
     events = await events_about_agent(client)
     assert len(events) == 10
     plain = [e for e in events if not e["message"].startswith("(combined")]
-    [combined] = [e for e in events if e["message"].startswith("(combined")]
+    combined = the_aggregate(events)
     assert sorted(e["message"] for e in plain) == sorted(f"Created pod: agent-p{i}" for i in range(9))
     assert all(e["count"] == 1 for e in plain)
     # 10th message: the aggregate is created; 11th–25th: its count; 26th on: no token left.
@@ -75,7 +81,7 @@ async def test_sixty_created_pod_events_leave_ten_events(client):
     await rec.flush()
     events = await events_about_agent(client)
     assert len(events) == 10
-    [combined] = [e for e in events if e["message"].startswith("(combined")]
+    combined = the_aggregate(events)
     assert combined["count"] == 52
     assert combined["message"] == "(combined from similar events): Created pod: agent-p60"
     assert combined["firstTimestamp"] == format_rfc3339(T0)
@@ -90,12 +96,12 @@ async def test_deleted_aggregate_is_recreated_with_its_count(client):
     for i in range(11):
         rec.event(DS, NORMAL, "SuccessfulCreate", f"Created pod: agent-p{i}")
     await rec.flush()
-    [combined] = [e for e in await events_about_agent(client) if e["message"].startswith("(combined")]
+    combined = the_aggregate(await events_about_agent(client))
     assert combined["count"] == 2
     await client.delete("events", combined["metadata"]["name"], namespace=NS)  # e.g. the event TTL
     rec.event(DS, NORMAL, "SuccessfulCreate", "Created pod: agent-p11")
     await rec.flush()
-    [again] = [e for e in await events_about_agent(client) if e["message"].startswith("(combined")]
+    again = the_aggregate(await events_about_agent(client))
     assert again["metadata"]["name"] == combined["metadata"]["name"]
     assert again["count"] == 3 and again["message"].endswith("agent-p11")
     await rec.close()

@@ -152,11 +152,11 @@ def test_each_node_is_adopted_once() -> None:
 
 
 def test_writers_hand_the_loop_over_during_a_long_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process writes never suspend, so a writer yields every WRITER_YIELD_EVERY writes:
+    """In-process writes never suspend, so a writer yields every YIELD_EVERY queue items:
     other tasks (the informers, the API server) run while a long queue is worked off."""
     from everynode.kubelet import simulator
 
-    monkeypatch.setattr(simulator, "WRITER_YIELD_EVERY", 4)
+    monkeypatch.setattr(simulator, "YIELD_EVERY", 4)
 
     async def main() -> None:
         async with Cluster() as c:
