@@ -149,7 +149,10 @@ def _covers(cert: x509.Certificate, hosts: list[str]) -> bool:
 
 def _write(path: Path, data: bytes, *, private: bool) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    # Everything in the data dir is owner-only (storage/private.py); ``private`` says which files
+    # hold secrets (the keys), the certificates are 0600 only because they live there.
+    del private
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)

@@ -25,6 +25,7 @@ from everynode.client.inprocess import InProcessClient
 from everynode.clock import Clock
 from everynode.product.nodes import contract_nodes
 from everynode.storage.base import Store
+from everynode.storage.private import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ class ControlPlane:
         from everynode.storage.sqlite import SqliteStore
 
         try:
-            cfg.data_dir.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(cfg.data_dir)  # 0700, files 0600; repairs are logged as warnings
             probe = cfg.data_dir / ".write-test"
             probe.write_text("")
             probe.unlink()
@@ -154,8 +155,9 @@ class ControlPlane:
         if path.exists():
             return path.read_text().strip()
         token = secrets.token_urlsafe(32)
-        path.write_text(token + "\n")
-        os.chmod(path, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
         return token
 
     async def _serve(self, say: Progress) -> None:

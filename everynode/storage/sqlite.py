@@ -52,6 +52,7 @@ from everynode.storage.memory import (
     ResourceIndex,
     object_key,
 )
+from everynode.storage.private import ensure_private_file, repair_private_files
 from everynode.storage.watch import DELETED
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,9 @@ class SqliteStore(MemoryStore):
                          event_ttl=event_ttl, unshared=unshared)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Owner-only from the first byte: SQLite gives -wal and -shm the database file's mode.
+        ensure_private_file(self.path)
+        repair_private_files([self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")])
         self._conn = _open(self.path, fsync=fsync)
         try:
             self._load()

@@ -135,6 +135,7 @@ BURST_REPLICAS = 250
 SLOW_START_INITIAL_BATCH_SIZE = 1
 FULL_RESYNC_PERIOD = 300.0
 SELECTING_ALL = "SelectingAll"
+FAILED_SYNC = "FailedSync"  # everynode: a sync error is also an event on the DaemonSet, not only a log line
 
 
 class SyncError(Exception):
@@ -379,6 +380,11 @@ class DaemonSetController:
         def failed(key: Any, exc: Exception, _retried: bool) -> None:
             log.info("%s failed with : %s", key, exc)
             log.debug("sync failure", exc_info=exc)
+            # Never silence: the DaemonSet's own events say why it cannot be acted on (the
+            # recorder's correlator folds the repeats of a retry loop into one counted event).
+            ds = self.ds_informer.get(key) if isinstance(key, str) else None
+            if ds is not None:
+                self.recorder.event(ds, "Warning", FAILED_SYNC, f"Error syncing DaemonSet: {exc}")
 
         await run_worker(self.queue, self.sync, on_error=failed)
 

@@ -178,13 +178,22 @@ def collision_count(ds: Obj) -> int | None:
     return None if value is None else int(value)
 
 
+MAX_REVISION_NAME_PREFIX = 223  # 253 (a DNS subdomain) minus the hash and its dash
+
+
+def revision_name(prefix: str, hash_: str) -> str:
+    """``history.ControllerRevisionName``: ``prefix-hash`` with the prefix cut to 223 characters,
+    so a DaemonSet with a name of up to 253 characters still gets valid revision names."""
+    return f"{prefix[:MAX_REVISION_NAME_PREFIX]}-{hash_}"
+
+
 def new_revision(ds: Obj, hash_: str, number: int, data: bytes) -> Obj:
     """The ControllerRevision ``snapshot`` creates."""
     md = ds["metadata"]
     labels = dict(((ds.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
     labels[CONTROLLER_REVISION_HASH_LABEL] = hash_
     metadata: Obj = {
-        "name": f"{md['name']}-{hash_}",
+        "name": revision_name(md["name"], hash_),
         "namespace": md.get("namespace") or "",
         "labels": labels,
         "ownerReferences": [make_controller_ref(ds, api_version="apps/v1", kind="DaemonSet")],
