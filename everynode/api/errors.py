@@ -130,8 +130,8 @@ def gone(message: str) -> ApiError:
 
 
 def request_too_large(limit: int) -> ApiError:
-    return ApiError(status(413, "RequestEntityTooLarge",
-                           f"the server has received a request that is too large: limit is {limit} bytes"))
+    """``NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))``, as the body reader answers."""
+    return ApiError(status(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}"))
 
 
 def unsupported_media_type(content_type: str) -> ApiError:

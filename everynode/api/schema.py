@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
+
+from everynode.api.quantity import parse_quantity
 
 SCHEMA_VERSION = "v1.33.0-local"
 _REF_PREFIX = "#/$defs/"
@@ -77,7 +79,7 @@ class Node:
     """
 
     __slots__ = ("kind", "props", "values", "items", "strategy", "merge_key", "list_type",
-                 "list_map_keys", "retain_keys", "definition")
+                 "list_map_keys", "retain_keys", "definition", "check", "accepts", "_go_type")
 
     def __init__(self) -> None:
         self.kind = "scalar"
@@ -90,6 +92,29 @@ class Node:
         self.list_map_keys: tuple[str, ...] = ()
         self.retain_keys = False
         self.definition: str = ""
+        # The type check (api/typecheck.py): what a scalar position takes, compiled once.
+        self.check: str = "any"          # "object" | "map" | "array" | "int32" | "string" | ...
+        self.accepts: Callable[[Any], bool] = _accept_any
+        self._go_type: str = ""
+
+    @property
+    def go_struct(self) -> str:
+        """The Go struct type of an object position (``DaemonSetSpec``), as decoding errors name it."""
+        return self.definition.rpartition(".")[2]
+
+    def go_type(self) -> str:
+        """The Go type of the position (``int32``, ``[]v1.Container``, ``map[string]string``)."""
+        if not self._go_type:
+            if self.definition:
+                package, _, name = self.definition.rpartition(".")
+                self._go_type = f"{package.rpartition('.')[2]}.{name}"
+            elif self.kind == "array":
+                self._go_type = "[]" + (self.items.go_type() if self.items is not None else "interface {}")
+            elif self.kind == "map":
+                self._go_type = "map[string]" + (self.values.go_type() if self.values is not None else "interface {}")
+            else:
+                self._go_type = _SCALAR_GO_TYPES.get(self.check, "interface {}")
+        return self._go_type
 
     def child(self, key: str) -> Node | None:
         if self.kind == "object":
@@ -102,8 +127,10 @@ class Node:
         return f"Node({self.kind}, {self.definition or ''})"
 
 
-OPEN = Node()
-OPEN.kind = "open"
+def _open_node() -> Node:
+    node = Node()
+    node.kind = "open"
+    return node
 
 _DEF_NODES: dict[str, Node] = {}
 
@@ -132,11 +159,15 @@ def _fill(node: Node, schema: Mapping[str, Any]) -> None:
         node.kind = "open"
         return
     types = _types(schema)
+    node.check = _scalar_check(node.definition, types, schema.get("format"))
+    node.accepts = _ACCEPTS.get(node.check, _accept_any)
     if "properties" in schema:
         node.kind = "object"
+        node.check = "object"
         node.props = {k: compile_schema(v) for k, v in schema["properties"].items()}
     elif "array" in types:
         node.kind = "array"
+        node.check = "array"
         node.items = compile_schema(schema["items"]) if "items" in schema else OPEN
         strategies = [s for s in (schema.get("x-kubernetes-patch-strategy") or "").split(",") if s]
         node.retain_keys = "retainKeys" in strategies
@@ -147,13 +178,97 @@ def _fill(node: Node, schema: Mapping[str, Any]) -> None:
         node.list_map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
     elif isinstance(schema.get("additionalProperties"), Mapping):
         node.kind = "map"
+        node.check = "map"
         node.values = compile_schema(schema["additionalProperties"])
     elif "object" in types:
         node.kind = "open"  # schemaless object: RawExtension, FieldsV1, JSON
+        node.check = "any"
     else:
         node.kind = "scalar"
         if "x-kubernetes-patch-strategy" in schema:  # e.g. retainKeys on a struct-valued field
             node.retain_keys = "retainKeys" in schema["x-kubernetes-patch-strategy"]
+
+
+# -- scalar checks: what Go's decoder accepts for each scalar type --------------------------------
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SPECIAL_SCALARS = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "intstr",
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": "quantity",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Time": "time",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "time",
+}
+_SCALAR_GO_TYPES = {"int32": "int32", "int64": "int64", "float64": "float64", "bool": "bool",
+                    "string": "string", "bytes": "[]uint8"}
+
+
+def _scalar_check(definition: str, types: tuple[str, ...], fmt: str | None) -> str:
+    special = _SPECIAL_SCALARS.get(definition)
+    if special is not None:
+        return special
+    if "integer" in types:
+        return "int32" if fmt == "int32" else "int64"
+    if "number" in types:
+        return "float64"
+    if "boolean" in types:
+        return "bool"
+    if "string" in types:
+        return "bytes" if fmt == "byte" else "string"
+    return "any"
+
+
+def _accept_any(value: Any) -> bool:
+    return True
+
+
+def _accept_string(value: Any) -> bool:
+    return type(value) is str
+
+
+def _accept_int32(value: Any) -> bool:
+    return type(value) is int and INT32_MIN <= value <= INT32_MAX
+
+
+def _accept_int64(value: Any) -> bool:
+    return type(value) is int and INT64_MIN <= value <= INT64_MAX
+
+
+def _accept_float64(value: Any) -> bool:
+    t = type(value)
+    return t is float or t is int
+
+
+def _accept_bool(value: Any) -> bool:
+    return type(value) is bool
+
+
+def _accept_intstr(value: Any) -> bool:
+    t = type(value)
+    return t is str or (t is int and INT32_MIN <= value <= INT32_MAX)
+
+
+def _accept_quantity(value: Any) -> bool:
+    t = type(value)
+    if t is int or t is float:
+        return True
+    if t is not str:
+        return False
+    try:
+        parse_quantity(value)
+    except ValueError:
+        return False
+    return True
+
+
+_ACCEPTS: dict[str, Callable[[Any], bool]] = {
+    "string": _accept_string, "bytes": _accept_string, "time": _accept_string, "int32": _accept_int32,
+    "int64": _accept_int64, "float64": _accept_float64, "bool": _accept_bool, "intstr": _accept_intstr,
+    "quantity": _accept_quantity,
+}
+
+
+OPEN = _open_node()
 
 
 def kind_node(api_version: str, kind: str) -> Node | None:
@@ -224,58 +339,11 @@ def unknown_fields(api_version: str, kind: str, obj: Mapping[str, Any], *,
     object an update or patch starts from: every write drops or rejects them before storing).
     Subtrees of ``obj`` equal to ``known``'s at the same position are skipped, because the
     result depends only on the schema position and the value: a patch that changes one field of
-    a large object walks that field only, and the equality test runs at C speed.
+    a large object walks that field only, and the equality test runs at C speed.  The walk is
+    :func:`everynode.api.typecheck.check_object`'s, which also finds badly typed values.
     """
-    node = kind_node(api_version, kind)
-    if node is None:
-        return []
-    out: list[str] = []
-    _walk(node, obj, _ABSENT if known is None else known, "", out)
-    return out
+    from everynode.api.typecheck import check_object
+
+    return check_object(api_version, kind, obj, known=known).unknown
 
 
-def _walk(node: Node, value: Any, known: Any, path: str, out: list[str]) -> None:
-    """Append the unknown fields of ``value`` to ``out``, skipping the parts equal to ``known``
-    (the same place in an earlier, clean version of the object; ``_ABSENT`` where there is none)."""
-    kind = node.kind
-    if kind == "object":
-        if not isinstance(value, dict):
-            return
-        props = node.props
-        known_map = known if isinstance(known, dict) else _NOTHING_KNOWN
-        for key, sub in value.items():
-            child = props.get(key)
-            if child is None:
-                out.append(f"{path}.{key}" if path else key)
-                continue
-            if child.kind == "scalar" or child.kind == "open" or sub is None:
-                continue
-            before = known_map.get(key, _ABSENT)
-            if before is sub or (before is not _ABSENT and before == sub):
-                continue
-            _walk(child, sub, before, f"{path}.{key}" if path else key, out)
-    elif kind == "array":
-        items = node.items
-        if items is None or items.kind in ("scalar", "open") or not isinstance(value, list):
-            return
-        known_items = known if isinstance(known, list) else ()
-        n_known = len(known_items)
-        for i, item in enumerate(value):
-            before = known_items[i] if i < n_known else _ABSENT
-            if before is item or (before is not _ABSENT and before == item):
-                continue
-            _walk(items, item, before, f"{path}[{i}]", out)
-    elif kind == "map":
-        values = node.values
-        if values is None or values.kind in ("scalar", "open") or not isinstance(value, dict):
-            return
-        known_map = known if isinstance(known, dict) else _NOTHING_KNOWN
-        for key, sub in value.items():
-            before = known_map.get(key, _ABSENT)
-            if before is sub or (before is not _ABSENT and before == sub):
-                continue
-            _walk(values, sub, before, f"{path}[{key}]", out)
-
-
-_ABSENT = object()
-_NOTHING_KNOWN: Mapping[str, Any] = {}

@@ -42,7 +42,9 @@ from aiohttp import web
 from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api.registry import ResourceType, by_group_plural
-from everynode.apiserver import discovery, openapi, protobuf, tables
+from everynode.apiserver import discovery, openapi, tables
+from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
+from everynode.apiserver.decoding import media_type as _media_type
 from everynode.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from everynode.apiserver.metrics import ApiRequestMetrics
 from everynode.apiserver.service import ApiService, RequestOptions
@@ -50,18 +52,8 @@ from everynode.storage.base import WatchEvent
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
 CACHE_CONTROL = "no-cache, private"
-JSON = "application/json"
-YAML = "application/yaml"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
-PATCH_TYPES = {
-    "application/json-patch+json": "json",
-    "application/merge-patch+json": "merge",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/apply-patch+yaml": "apply",
-}
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 FIELD_VALIDATION = ("", "Ignore", "Warn", "Strict")
 
@@ -75,16 +67,6 @@ VERSION_INFO = {
     "goVersion": "go1.24.2",
     "compiler": "gc",
     "platform": "linux/amd64",
-}
-
-
-class _Loader(yaml.CSafeLoader):
-    """YAML → JSON-shaped values: like sigs.k8s.io/yaml, timestamps stay strings."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
 }
 
 
@@ -107,10 +89,6 @@ def _int(query: Any, name: str) -> int | None:
         return int(value)
     except ValueError:
         raise errors.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
-
-
-def _media_type(header: str | None) -> str:
-    return (header or "").split(";", 1)[0].strip().lower()
 
 
 def _accept_parts(accept: str) -> list[tuple[str, dict[str, str]]]:
@@ -138,53 +116,6 @@ def wants_yaml(accept: str) -> bool:
 
 def _quote(text: str) -> str:
     return orjson.dumps(text).decode()
-
-
-def _summary(data: bytes) -> str:
-    head = data[:30].hex()
-    return head + (" ..." if len(data) > 30 else "")
-
-
-def decode_body(data: bytes, content_type: str | None, *, kind: str) -> Any:
-    """A request body as a JSON-shaped value (JSON, YAML or Kubernetes protobuf)."""
-    media = _media_type(content_type)
-    if media in ("", JSON):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): couldn't get "
-                                     f"version/kind; json parse error: {e.msg} ({_summary(data)})") from None
-    if media == YAML:
-        return _load_yaml(data)
-    if media == PROTOBUF:
-        try:
-            return protobuf.decode(data)
-        except ValueError as e:
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): {e}") from None
-    raise errors.unsupported_media_type(media)
-
-
-def _load_yaml(data: bytes) -> Any:
-    try:
-        return yaml.load(data, Loader=_Loader)  # noqa: S506 - a safe loader (CSafeLoader subclass)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise errors.bad_request(f"error converting YAML to JSON: yaml: {where}{problem}") from None
-
-
-def decode_patch(data: bytes, content_type: str | None) -> tuple[Any, str]:
-    media = _media_type(content_type)
-    patch_type = PATCH_TYPES.get(media)
-    if patch_type is None:
-        raise errors.unsupported_media_type(media)
-    try:
-        return orjson.loads(data), patch_type
-    except orjson.JSONDecodeError as e:
-        if patch_type == "apply":
-            return _load_yaml(data), patch_type
-        raise errors.bad_request(f"error decoding patch: {e.msg}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,8 +419,7 @@ class ApiHttp:
                               user_agent=request.headers.get("User-Agent", ""))
 
     async def _read_body(self, request: web.Request) -> bytes:
-        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-            raise errors.request_too_large(MAX_BODY_BYTES)
+        check_size(request.content_length)
         return await request.read()
 
     async def _create(self, request: web.Request, req: Request, warnings: list[str]) -> web.Response:

@@ -42,14 +42,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.defaults import apply_defaults
 from everynode.api.fields import check_field_selector, selectable_fields
 from everynode.api.registry import ResourceType, resource
-from everynode.api.schema import unknown_fields
 from everynode.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from everynode.api.typecheck import TypeProblem, check_object, go_decode_message, is_structural, smd_errors
 from everynode.api.validation import (
     validate_create,
     validate_namespace_finalize,
@@ -130,6 +132,37 @@ def _parse_rv(text: str | None, *, what: str = "resourceVersion") -> int | None:
     if value < 0:
         raise errors.bad_request(f"invalid resource version: {text}")
     return value
+
+
+def _cannot_be_handled(rt: ResourceType, body: Obj, message: str) -> str:
+    """``transformDecodeError``: the decoder's error behind the kind and version the body named."""
+    kind = body.get("kind") or rt.kind
+    version = str(body.get("apiVersion") or rt.api_version).rpartition("/")[2]
+    return f'{kind} in version "{version}" cannot be handled as a {rt.kind}: {message}'
+
+
+def _type_error(rt: ResourceType, body: Obj, problem: TypeProblem, source: str) -> errors.ApiError:
+    """A badly typed value, answered as kube-apiserver answers its decoder's error."""
+    message = go_decode_message(problem)
+    if source == "patch":  # patch.go: NewInvalid(GroupKind{}, "", [Invalid("patch", <patched object>, err)])
+        cause = fielderr.invalid("patch", orjson.dumps(body).decode(), message)
+        return errors.ApiError(errors.status(422, "Invalid", f' "" is invalid: {fielderr.aggregate([cause])}',
+                                             {"causes": [cause.cause()]}))
+    return errors.bad_request(_cannot_be_handled(rt, body, message))
+
+
+def _typed_patch_error(rt: ResourceType, applied: Obj) -> errors.ApiError | None:
+    """Server-side apply's typed conversion of the configuration (``ObjectToTyped``): unknown fields
+    and wrong JSON kinds, in structured-merge-diff's words.  Upstream 1.33 returns this as a
+    plain error (a 500 without a reason, kubernetes#122480); it is the client's mistake, so it
+    is answered 400 BadRequest with upstream's message, as kubernetes#139255 proposes."""
+    findings = check_object(rt.api_version, rt.kind, applied)
+    if not findings.unknown and not any(is_structural(p) for p in findings.problems):
+        return None
+    md = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    group, _, version = rt.api_version.rpartition("/")
+    where = f"{md.get('namespace') or ''}/{md.get('name') or ''}; {group}/{version}, Kind={rt.kind}"
+    return errors.bad_request(f"failed to create typed patch object ({where}): {smd_errors(findings)}")
 
 
 def _too_large_rv(requested: int, current: int) -> errors.ApiError:
@@ -367,11 +400,15 @@ class ApiService:
     # -- decoding ---------------------------------------------------------------------------------
 
     def _decode(self, rt: ResourceType, namespace: str, body: Any, opts: RequestOptions, *,
-                check_fields: bool = True, known: Obj | None = None) -> Obj:
-        """What the handler's decoder does: type check, kind/apiVersion, unknown fields, namespace.
+                source: str = "body", known: Obj | None = None) -> Obj:
+        """What the handler's decoder does: kind/apiVersion, types, unknown fields, namespace.
 
-        ``known`` is the stored object an update or patch starts from: the unknown-field check
-        skips the parts of ``body`` equal to it (stored objects never hold unknown fields)."""
+        ``source`` says what ``body`` is, because upstream words the errors by it: "body" (a
+        create or update: Go's decoding errors behind ``DaemonSet in version "v1" cannot be
+        handled as a DaemonSet: ``), "patch" (a patched object: 422 on ``patch``) or "apply"
+        (the merge of an apply configuration that was checked before merging).  ``known`` is the
+        stored object an update or patch starts from: the check skips the parts of ``body``
+        equal to it (stored objects are clean)."""
         if not isinstance(body, dict):
             kind = "array" if isinstance(body, list) else type(body).__name__
             raise errors.bad_request(f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -387,25 +424,20 @@ class ApiService:
         if api_version and api_version != rt.api_version:
             raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
                                      f"API version ({rt.api_version})")
+        findings = check_object(rt.api_version, rt.kind, body, known=known)
+        if findings.problems:
+            raise _type_error(rt, body, findings.problems[0], source)
+        unknown = findings.unknown
+        if unknown and opts.field_validation == "Strict":
+            message = "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
+            raise errors.bad_request(_cannot_be_handled(rt, body, message) if source == "body" else message)
+        if unknown and opts.field_validation != "Ignore":
+            opts.warnings.extend(f'unknown field "{p}"' for p in unknown)
+        for path in unknown:
+            _drop_path(body, path)
         md = body.get("metadata")
         if md is None:
             md = {}
-        elif not isinstance(md, dict):
-            raise errors.bad_request(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: "
-                                     "json: cannot unmarshal into Go struct field "
-                                     f"{rt.kind}.metadata of type v1.ObjectMeta")
-        if check_fields and opts.field_validation != "Ignore":
-            unknown = unknown_fields(rt.api_version, rt.kind, body, known=known)
-            if unknown:
-                if opts.field_validation == "Strict":
-                    raise errors.bad_request("strict decoding error: " +
-                                             ", ".join(f'unknown field "{p}"' for p in unknown))
-                opts.warnings.extend(f'unknown field "{p}"' for p in unknown)
-                for path in unknown:
-                    _drop_path(body, path)
-        elif check_fields:
-            for path in unknown_fields(rt.api_version, rt.kind, body, known=known):
-                _drop_path(body, path)
         # Canonical order, as Go serialises the struct: kind, apiVersion, metadata, the rest.
         obj: Obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": md}
         for key, value in body.items():
@@ -609,7 +641,7 @@ class ApiService:
             else:
                 patched = apply_strategic_merge_patch(old, patch, api_version=rt.api_version, kind=rt.kind)
             patched = _private_copy(patched, old, restored=strategy.restored_fields(rt, subresource))
-            new = self._decode(rt, ns, patched, opts, known=old)
+            new = self._decode(rt, ns, patched, opts, source="patch", known=old)
             self._check_patched_name(new, name)
             apply_defaults(rt.key, new)
             explicit_rv = new["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion")
@@ -638,6 +670,9 @@ class ApiService:
         if config_name != name:
             raise errors.bad_request(f"the name of the object ({config_name}) does not match the name on the "
                                      f"URL ({name})")
+        typed_error = _typed_patch_error(rt, applied)
+        if typed_error is not None:
+            raise typed_error
         manager = opts.field_manager or _manager(opts)
         for attempt in range(5):
             old = self.store.get(rt.key, ns, name)
@@ -645,7 +680,7 @@ class ApiService:
                 raise errors.not_found(rt.plural, rt.group, name)
             merged = apply_server_side(old, applied, manager=manager, force=opts.force, now=self._now(),
                                        api_version=rt.api_version, kind=rt.kind, subresource=subresource)
-            new = self._decode(rt, ns, merged, opts, known=old)
+            new = self._decode(rt, ns, merged, opts, source="apply", known=old)
             self._check_patched_name(new, name)
             apply_defaults(rt.key, new)
             if old is None:

@@ -261,7 +261,8 @@ async def test_field_validation(api: ApiService, validation):
         e = await error_of(api.create(DAEMONSETS, "default", body, opts=o))
         assert e.code == 400
         # Reported in document order, as Go's strict decoder meets them.
-        assert e.message == ('strict decoding error: unknown field "spec.template.spec.containers[0].foo", '
+        assert e.message == ('DaemonSet in version "v1" cannot be handled as a DaemonSet: '
+                             'strict decoding error: unknown field "spec.template.spec.containers[0].foo", '
                              'unknown field "spec.replicas"')
         return
     created = await api.create(DAEMONSETS, "default", body, opts=o)

@@ -122,7 +122,7 @@ CASES: list[tuple[str, str, Obj, list[tuple[str, str, str]]]] = [
     ("cm key in both", "configmaps", {"metadata": meta("cfg"), "data": {"a": "x"}, "binaryData": {"a": "eA=="}},
      [("data[a]", "Invalid", "duplicate of key present in binaryData")]),
     ("cm too big", "configmaps", {"metadata": meta("cfg"), "data": {"a": "x" * (1024 * 1024 + 1)}},
-     [("", "TooLong", "must have at most 1048576 bytes")]),
+     [("[]", "TooLong", "must have at most 1048576 bytes")]),
     ("secret valid", "secrets", {"metadata": meta("s"), "data": {"token": "c2VjcmV0"}}, []),
     ("secret bad key", "secrets", {"metadata": meta("s"), "data": {"..x": "eA=="}},
      [("data[..x]", "Invalid", "must not start with '..'")]),

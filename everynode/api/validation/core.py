@@ -362,7 +362,7 @@ def validate_config_map_create(cm: Obj) -> list[FieldError]:
         errs.extend(field.invalid(key("binaryData", k), k, m) for m in is_config_map_key(k))
         total += _decoded_len(v)
     if total > MAX_SECRET_SIZE:
-        errs.append(field.too_long("", MAX_SECRET_SIZE))
+        errs.append(field.too_long("[]", MAX_SECRET_SIZE))  # the whole object: field.NewPath("").String()
     return errs
 
 

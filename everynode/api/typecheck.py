@@ -1,0 +1,386 @@
+"""One walk of a request body against the official schema: unknown fields *and* badly typed values.
+
+Why: kube-apiserver decodes every body into Go structs, so ``minReadySeconds: "x"``, a label
+value that is a list or an int32 of 2^40 never reach storage — the decoder answers 400 with
+Go's words (``json: cannot unmarshal string into Go struct field DaemonSetSpec.spec.minReadySeconds
+of type int32``).  We keep JSON-shaped dicts, so the same guarantee needs an explicit check, and
+one badly typed object would otherwise break every client that lists its kind.
+
+How it stays cheap (the write path must not get slower):
+
+* the checker of a schema position is compiled once (:mod:`everynode.api.schema` builds one
+  :class:`~everynode.api.schema.Node` per definition; each scalar node carries its ``accepts``
+  predicate), so the walk is dictionary lookups and one ``type()`` test per scalar;
+* the walk visits only the request's own values and skips every subtree equal to the stored
+  object it updates (``known``), which is clean by construction: a status heartbeat checks the
+  fields it changed, not the whole object;
+* paths are kept as a stack of steps and only formatted when something is reported.
+
+The same findings are phrased three ways, as upstream phrases them: Go's ``encoding/json``
+errors (create and update bodies, and patched objects), the strict decoder's ``unknown field``
+list, and structured-merge-diff's errors for a server-side apply configuration (``.spec.foo:
+field not declared in schema``, ``.spec: expected map, got &{[1 2]}``).  What each check accepts
+follows the Go type: int32/int64 take integers in range only (Go's ``ParseInt`` refuses ``1.5``),
+``IntOrString`` takes a string or an int32, ``Quantity`` a string or number in Quantity syntax,
+``Time`` a string; ``null`` is accepted everywhere (Go leaves the zero value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from everynode.api.gojson import format_float
+from everynode.api.schema import Node, kind_node
+
+MAX_PROBLEMS = 32  # structured-merge-diff reports every error; keep the message bounded
+
+Step = str | int  # a field name / map key (str) or a list index (int)
+
+
+@dataclass(slots=True)
+class TypeProblem:
+    """A value whose JSON type (or range) the schema position does not accept."""
+
+    steps: tuple[Step, ...]   # where, from the root (field names, map keys, list indexes)
+    go_path: str              # Go's UnmarshalTypeError.Field: JSON field names only ("spec.minReadySeconds")
+    go_struct: str            # the innermost Go struct holding the field ("DaemonSetSpec")
+    go_type: str              # the Go type of the position ("int32", "[]v1.Container", "map[string]string")
+    check: str                # the node's check ("object", "map", "array", "int32", "string", ...)
+    value: Any
+    smd_path: str             # structured-merge-diff's path (".spec.template.spec.containers[name=\"c\"]")
+
+
+@dataclass(slots=True)
+class Findings:
+    unknown: list[str] = field(default_factory=list)       # dotted paths, strict decoder style
+    unknown_smd: list[str] = field(default_factory=list)   # the same, in structured-merge-diff's form
+    problems: list[TypeProblem] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.unknown or self.problems)
+
+
+def check_object(api_version: str, kind: str, obj: Mapping[str, Any], *,
+                 known: Mapping[str, Any] | None = None) -> Findings:
+    """The unknown fields and type problems of ``obj`` (a served kind; others report nothing).
+
+    ``known``: an earlier, clean version of the same object; subtrees equal to it are skipped."""
+    findings = Findings()
+    node = kind_node(api_version, kind)
+    if node is None:
+        return findings
+    _Walker(findings).object(node, obj, _ABSENT if known is None else known, [], [], kind)
+    return findings
+
+
+class _Walker:
+    __slots__ = ("findings",)
+
+    def __init__(self, findings: Findings) -> None:
+        self.findings = findings
+
+    # Each method gets the value's path as a step stack plus, per step, the list node it indexes
+    # (for smd's key-based element names), and the Go struct that holds the position.
+
+    def object(self, node: Node, value: Any, known: Any, steps: list[Step], lists: list[Any],
+               struct: str) -> None:
+        if type(value) is not dict:
+            self.problem(node, value, steps, lists, struct)
+            return
+        props = node.props
+        known_map = known if type(known) is dict else _NOTHING_KNOWN
+        inner = node.go_struct
+        for key, sub in value.items():
+            child = props.get(key)
+            if child is None:
+                self.unknown(steps, lists, key)
+                continue
+            if sub is None:
+                continue
+            ck = child.kind
+            if ck == "scalar":
+                if not child.accepts(sub):
+                    steps.append(key)
+                    lists.append(None)
+                    self.problem(child, sub, steps, lists, inner)
+                    steps.pop()
+                    lists.pop()
+                continue
+            if ck == "open":
+                continue
+            before = known_map.get(key, _ABSENT)
+            if before is sub or (before is not _ABSENT and before == sub):
+                continue
+            steps.append(key)
+            lists.append(None)
+            self.descend(child, sub, before, steps, lists, inner)
+            steps.pop()
+            lists.pop()
+
+    def descend(self, node: Node, value: Any, known: Any, steps: list[Step], lists: list[Any],
+                struct: str) -> None:
+        kind = node.kind
+        if kind == "object":
+            self.object(node, value, known, steps, lists, struct)
+        elif kind == "array":
+            if type(value) is not list:
+                self.problem(node, value, steps, lists, struct)
+                return
+            items = node.items
+            if items is None or items.kind == "open":
+                return
+            known_items = known if type(known) is list else ()
+            n_known = len(known_items)
+            scalar = items.kind == "scalar"
+            for i, item in enumerate(value):
+                if item is None:
+                    continue
+                if scalar:
+                    if not items.accepts(item):
+                        steps.append(i)
+                        lists.append((node, item))
+                        self.problem(items, item, steps, lists, struct)
+                        steps.pop()
+                        lists.pop()
+                    continue
+                before = known_items[i] if i < n_known else _ABSENT
+                if before is item or (before is not _ABSENT and before == item):
+                    continue
+                steps.append(i)
+                lists.append((node, item))
+                self.descend(items, item, before, steps, lists, struct)
+                steps.pop()
+                lists.pop()
+        elif kind == "map":
+            if type(value) is not dict:
+                self.problem(node, value, steps, lists, struct)
+                return
+            values = node.values
+            if values is None or values.kind == "open":
+                return
+            known_map = known if type(known) is dict else _NOTHING_KNOWN
+            scalar = values.kind == "scalar"
+            for key, sub in value.items():
+                if sub is None:
+                    continue
+                if scalar:
+                    if not values.accepts(sub):
+                        steps.append(key)
+                        lists.append(_MAP_KEY)
+                        self.problem(values, sub, steps, lists, struct)
+                        steps.pop()
+                        lists.pop()
+                    continue
+                before = known_map.get(key, _ABSENT)
+                if before is sub or (before is not _ABSENT and before == sub):
+                    continue
+                steps.append(key)
+                lists.append(_MAP_KEY)
+                self.descend(values, sub, before, steps, lists, struct)
+                steps.pop()
+                lists.pop()
+        elif kind == "scalar" and not node.accepts(value):
+            self.problem(node, value, steps, lists, struct)
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def unknown(self, steps: list[Step], lists: list[Any], key: str) -> None:
+        findings = self.findings
+        if len(findings.unknown) >= MAX_PROBLEMS:
+            return
+        findings.unknown.append(_dotted(steps, lists, key))
+        findings.unknown_smd.append(_smd_path(steps, lists, key))
+
+    def problem(self, node: Node, value: Any, steps: list[Step], lists: list[Any], struct: str) -> None:
+        findings = self.findings
+        if len(findings.problems) >= MAX_PROBLEMS:
+            return
+        findings.problems.append(TypeProblem(
+            steps=tuple(steps), go_path=".".join(str(s) for s, mark in zip(steps, lists, strict=True) if mark is None),
+            go_struct=struct, go_type=node.go_type(), check=node.check, value=value,
+            smd_path=_smd_path(steps, lists)))
+
+
+# ``lists`` marks each step: None for a field name, _MAP_KEY for a map key, (list node, item) for
+# a list index (structured-merge-diff names an associative list's element by its keys).
+_MAP_KEY: Any = object()
+
+
+def _dotted(steps: list[Step], marks: list[Any], key: str) -> str:
+    """The strict decoder's path: ``spec.template.spec.containers[0].foo``, ``data[key]``."""
+    out = ""
+    for s, mark in zip(steps, marks, strict=True):
+        if mark is None:
+            out = f"{out}.{s}" if out else str(s)
+        else:
+            out += f"[{s}]"
+    return f"{out}.{key}" if out else key
+
+
+def _smd_path(steps: list[Step], marks: list[Any], key: str | None = None) -> str:
+    """structured-merge-diff's path: ``.spec.containers[name="c"].image``, ``.metadata.labels.a``."""
+    out = ""
+    for s, mark in zip(steps, marks, strict=True):
+        if mark is None or mark is _MAP_KEY:
+            out += f".{s}"
+            continue
+        list_node, item = mark
+        if list_node.list_type == "map" and list_node.list_map_keys and isinstance(item, dict):
+            parts = [f"{k}={_smd_key_value(item.get(k))}" for k in sorted(list_node.list_map_keys) if k in item]
+            out += "[" + ",".join(parts) + "]"
+        elif list_node.list_type == "set" and not isinstance(item, (dict, list)):
+            out += f"[={_smd_key_value(item)}]"
+        else:
+            out += f"[{s}]"
+    if key is not None:
+        out += f".{key}"
+    return out
+
+
+def _smd_key_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return go_value(value)
+
+
+_ABSENT: Any = object()
+_NOTHING_KNOWN: Mapping[str, Any] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# the three phrasings
+
+
+def _go_value(value: Any, check: str) -> str:
+    """Go's description of a JSON value in an UnmarshalTypeError ("string", "number 1.5", ...)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if check in ("int32", "int64", "intstr"):
+        return "number " + (str(value) if isinstance(value, int) else format_float(value))
+    return "number"
+
+
+def go_decode_message(problem: TypeProblem) -> str:
+    """What Go's JSON decoder (and the type's own UnmarshalJSON) says about the problem."""
+    check = problem.check
+    if check == "intstr":  # IntOrString.UnmarshalJSON: a non-string goes into an int32, alone
+        return f"json: cannot unmarshal {_go_value(problem.value, 'intstr')} into Go value of type int32"
+    if check == "quantity":
+        from everynode.api.quantity import ERR_FORMAT_WRONG
+
+        if isinstance(problem.value, str):
+            from everynode.api.quantity import parse_quantity
+
+            try:
+                parse_quantity(problem.value)
+            except ValueError as e:
+                return str(e)
+        return ERR_FORMAT_WRONG
+    if check == "time":  # Time.UnmarshalJSON unmarshals into a string first
+        return f"json: cannot unmarshal {_go_value(problem.value, 'string')} into Go value of type string"
+    return (f"json: cannot unmarshal {_go_value(problem.value, check)} into Go struct field "
+            f"{problem.go_struct}.{problem.go_path} of type {problem.go_type}")
+
+
+def is_structural(problem: TypeProblem) -> bool:
+    """Whether structured-merge-diff (server-side apply's typed conversion) refuses it too: a
+    wrong JSON kind.  Integer ranges, floats in int fields and Quantity syntax are Go-only."""
+    value, check = problem.value, problem.check
+    expected = _SMD_EXPECTED.get(check, "untyped")
+    if expected == "map":
+        return not isinstance(value, dict)
+    if expected == "list":
+        return not isinstance(value, list)
+    if expected == "string":
+        return not isinstance(value, str)
+    if expected == "numeric":
+        return isinstance(value, (str, bool, list, dict))
+    if expected == "boolean":
+        return not isinstance(value, bool)
+    return isinstance(value, (list, dict))
+
+
+_SMD_EXPECTED = {"object": "map", "map": "map", "array": "list", "string": "string", "bytes": "string",
+                 "int32": "numeric", "int64": "numeric", "float64": "numeric", "bool": "boolean"}
+
+
+def go_value(value: Any) -> str:
+    """Go's ``%v`` of a decoded JSON value (``[1 2]``, ``map[a:1]``, ``true``)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return format_float(value)
+    if isinstance(value, list):
+        return "[" + " ".join(go_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value)) + "]"
+    return str(value)
+
+
+def _go_syntax(value: Any) -> str:
+    """Go's ``%#v`` of a decoded JSON value."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float):
+        return format_float(value)
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go_syntax(v) for v in value) + "}"
+    if isinstance(value, dict):
+        return "map[string]interface {}{" + ", ".join(f'"{k}":{_go_syntax(value[k])}' for k in sorted(value)) + "}"
+    return str(value)
+
+
+def _go_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, list):
+        return "[]interface {}"
+    return "map[string]interface {}"
+
+
+def smd_message(problem: TypeProblem) -> str:
+    """structured-merge-diff's validation error for a structural problem."""
+    value = problem.value
+    expected = _SMD_EXPECTED.get(problem.check, "untyped")
+    if expected == "map":
+        text = f"expected map, got &{{{go_value(value)}}}"
+    elif expected == "list":
+        text = f"expected list, got &{{{go_value(value)}}}"
+    elif expected == "string":
+        text = f"expected string, got &value.valueUnstructured{{Value:{_go_syntax(value)}}}"
+    elif expected == "numeric":
+        text = f"expected numeric (int or float), got {_go_type_name(value)}"
+    elif expected == "boolean":
+        text = f"expected boolean, got &{{{go_value(value)}}}"
+    else:
+        text = f"expected any scalar, got &{{{go_value(value)}}}"
+    return f"{problem.smd_path}: {text}"
+
+
+def smd_errors(findings: Findings) -> str:
+    """``ValidationErrors.Error()``: one error as is, several as an indented list."""
+    lines = [f"{p}: field not declared in schema" for p in findings.unknown_smd]
+    lines.extend(smd_message(p) for p in findings.problems if is_structural(p))
+    if len(lines) == 1:
+        return lines[0]
+    return "errors:\n  " + "\n  ".join(lines)
