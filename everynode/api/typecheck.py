@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from everynode.api.gojson import format_float
 from everynode.api.schema import Node, kind_node
 
@@ -111,7 +113,7 @@ class _Walker:
             if ck == "open":
                 continue
             before = known_map.get(key, _ABSENT)
-            if before is sub or (before is not _ABSENT and before == sub):
+            if before is sub or (before is not _ABSENT and _same(before, sub)):
                 continue
             steps.append(key)
             lists.append(None)
@@ -146,7 +148,7 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_items[i] if i < n_known else _ABSENT
-                if before is item or (before is not _ABSENT and before == item):
+                if before is item or (before is not _ABSENT and _same(before, item)):
                     continue
                 steps.append(i)
                 lists.append((node, item))
@@ -174,7 +176,7 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_map.get(key, _ABSENT)
-                if before is sub or (before is not _ABSENT and before == sub):
+                if before is sub or (before is not _ABSENT and _same(before, sub)):
                     continue
                 steps.append(key)
                 lists.append(_MAP_KEY)
@@ -243,6 +245,18 @@ def _smd_key_value(value: Any) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return go_value(value)
+
+
+def _same(before: Any, value: Any) -> bool:
+    """Equal *with the same JSON types*: Python's ``==`` holds ``True == 1 == 1.0``, so a patch
+    turning ``maxUnavailable: 1`` into ``true`` would compare equal to the clean stored value.
+    The byte comparison runs only when ``==`` already holds, both at C speed."""
+    if before != value:
+        return False
+    try:
+        return orjson.dumps(before) == orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
 
 
 _ABSENT: Any = object()
