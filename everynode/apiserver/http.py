@@ -29,6 +29,7 @@ Choices and their reasons:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -55,6 +56,11 @@ log = logging.getLogger(__name__)
 CACHE_CONTROL = "no-cache, private"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+REQUEST_TIMEOUT = 60.0  # --request-timeout: a non-watch request is answered 504 after this
+REQUEST_TIMEOUT_MESSAGE = "Timeout: request did not complete within requested timeout - context deadline exceeded"
+# The named checks of kube-apiserver's /livez/<name> and /readyz/<name> that mean something here.
+PROBE_CHECKS = {"healthz": ("ping", "log", "etcd"), "livez": ("ping", "log", "etcd"),
+                "readyz": ("ping", "log", "etcd", "informer-sync", "shutdown")}
 FIELD_VALIDATION = ("", "Ignore", "Warn", "Strict")
 
 VERSION_INFO = {
@@ -176,6 +182,7 @@ class ApiHttp:
         self.ready_check = ready_check
         self.ready = True
         self.server_address = server_address
+        self.request_timeout = REQUEST_TIMEOUT
 
     # -- entry point ----------------------------------------------------------------------------
 
@@ -183,7 +190,13 @@ class ApiHttp:
         warnings: list[str] = []
         started = time.perf_counter()
         try:
-            response = await self._dispatch(request, warnings)
+            if go_bool(request.query.get("watch")) if "watch" in request.query else False:
+                response = await self._dispatch(request, warnings)  # a watch keeps its own lifetime
+            else:
+                async with asyncio.timeout(_request_timeout(request.query.get("timeout"), self.request_timeout)):
+                    response = await self._dispatch(request, warnings)
+        except TimeoutError:
+            response = status_response(errors.timeout(REQUEST_TIMEOUT_MESSAGE).status)
         except errors.ApiError as e:
             response = status_response(e.status, warnings)
         except web.HTTPRequestEntityTooLarge:
@@ -241,9 +254,14 @@ class ApiHttp:
     def _open_endpoint(self, path: str) -> web.Response | None:
         if path == "/version":
             return json_response(VERSION_INFO)
-        probe = path.split("/")[1]
+        parts = path.split("/")
+        probe = parts[1]
         if probe not in ("healthz", "livez", "readyz"):
             return None
+        if len(parts) > 2 and (len(parts) > 3 or parts[2] not in PROBE_CHECKS[probe]):
+            raise errors.path_not_found()  # /livez/<unknown>: 404, as upstream's mux
+        if len(parts) > 2 and parts[2] != "etcd":
+            return text_response("ok")  # ping, log, informer-sync, shutdown: this process answers
         if probe != "healthz" and not self._is_ready():
             return text_response(f"[-]everynode failed: reason withheld\n{probe} check failed", status=500)
         return text_response("ok")
@@ -500,6 +518,7 @@ class ApiHttp:
     async def _watch(self, request: web.Request, req: Request) -> web.StreamResponse:
         query = request.query
         rt = req.rt
+        await self.service.wait_for_resource_version(query.get("resourceVersion"))
         send_initial = go_bool(query.get("sendInitialEvents")) if "sendInitialEvents" in query else None
         timeout = _int(query, "timeoutSeconds")
         batches = self.service.watch_batches(
@@ -557,6 +576,34 @@ class ApiHttp:
                                 resource_version=event.object.get("metadata", {}).get("resourceVersion", ""),
                                 include_object=include_object, include_columns=columns)
         return orjson.dumps({"type": event.type, "object": table}) + b"\n"
+
+
+def _request_timeout(value: str | None, default: float) -> float:
+    """The ``?timeout=`` of a request (a Go duration such as ``30s`` or ``1m30s``), capped by the
+    server's own; an unparsable one is ignored (the default applies)."""
+    if not value:
+        return default
+    total, number = 0.0, ""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    i = 0
+    while i < len(value):
+        c = value[i]
+        if c.isdigit() or c == ".":
+            number += c
+            i += 1
+            continue
+        unit = "ms" if value.startswith("ms", i) else c
+        if unit not in units or not number:
+            return default
+        try:
+            total += float(number) * units[unit]
+        except ValueError:
+            return default
+        number = ""
+        i += len(unit)
+    if number or total <= 0:
+        return default
+    return min(total, default)
 
 
 # aiohttp ≥3.12 wants typed request keys; older versions take a string.

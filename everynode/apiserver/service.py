@@ -97,6 +97,8 @@ MIN_WATCH_TIMEOUT = 1800.0  # --min-request-timeout; an unbounded watch ends aft
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 INITIAL_EVENTS_BATCH = 256  # synthetic ADDED events per watch batch (bounds one write's size)
 PATCH_TYPES = ("json", "merge", "strategic", "apply")
+FRESHNESS_WAIT = 3.0  # cacher.go: blockTimeout, how long a watch waits for a future resourceVersion
+FRESHNESS_POLL = 0.05
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 
@@ -1015,6 +1017,21 @@ class ApiService:
             send_initial_events=send_initial_events, timeout_seconds=timeout_seconds,
             resource_version_match=resource_version_match)
         return _one_by_one(batches)
+
+    async def wait_for_resource_version(self, resource_version: str | None) -> None:
+        """A watch from a resourceVersion the store has not reached yet waits for it up to
+        :data:`FRESHNESS_WAIT` seconds (the cacher's ``waitUntilFreshAndBlock``), then fails with
+        504 ``Too large resource version``.  Called before the watch stream starts, so the
+        client gets the Status as the response, not as a stream event."""
+        requested = _parse_rv(resource_version)
+        if requested is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FRESHNESS_WAIT
+        while (current := self.store.current_rv()) < requested:
+            if loop.time() >= deadline:
+                raise _too_large_rv(requested, current)
+            await asyncio.sleep(FRESHNESS_POLL)
 
     def watch_batches(self, rt: ResourceType, namespace: str | None, *, label_selector: str | None = None,
                       field_selector: str | None = None, resource_version: str | None = None,

@@ -496,7 +496,7 @@ def test_openapi_v2_is_an_empty_protobuf_document(http: Http):
      "the object provided is unrecognized (must be of type Namespace)"),
     ("POST", "/api/v1/namespaces", b"a: [", "application/yaml", 400, "error converting YAML to JSON"),
     ("POST", "/api/v1/namespaces", b" " * (3 * 1024 * 1024 + 1), "application/json", 413,
-     "the server has received a request that is too large"),
+     "Request entity too large: limit is 3145728"),
     ("PATCH", "/api/v1/namespaces/default", b"{}", "application/json", 415, "unknown format"),
 ])
 def test_http_errors(http: Http, method, path, body, content_type, code, message):
