@@ -92,6 +92,7 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
         loop = asyncio.get_running_loop()
         assert cluster.plane is not None
         ready_at: dict[str, tuple[str, float]] = {}  # uid -> (hash, loop time of first Ready)
+        ready_count: dict[str, int] = {}  # hash -> pods of it that have been Ready (O(1) per check)
         deletes: list[float] = []
         changed = asyncio.Event()
 
@@ -102,7 +103,9 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
             if md.get("deletionTimestamp") and not (old.get("metadata") or {}).get("deletionTimestamp"):
                 deletes.append(loop.time())
             if _ready(new) and md["uid"] not in ready_at:
-                ready_at[md["uid"]] = (md["labels"].get(HASH_LABEL, ""), loop.time())
+                h = md["labels"].get(HASH_LABEL, "")
+                ready_at[md["uid"]] = (h, loop.time())
+                ready_count[h] = ready_count.get(h, 0) + 1
                 changed.set()
 
         pods = cluster.plane.informers.informer("pods")
@@ -111,12 +114,8 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
 
         async def wait_ready(count: int, exclude: str | None) -> str:
             while True:
-                by_hash: dict[str, int] = {}
-                for h, _ in ready_at.values():
-                    if h != exclude:
-                        by_hash[h] = by_hash.get(h, 0) + 1
-                for h, n in by_hash.items():
-                    if n >= count:
+                for h, n in ready_count.items():
+                    if h != exclude and n >= count:
                         return h
                 changed.clear()
                 await changed.wait()
