@@ -51,17 +51,29 @@ runs both on the same scenarios and compares every write, event and zone decisio
 
 A healthy node costs O(1) per Lease renewal and nothing per pass.  Event handlers are O(1) and
 pods are found through the pods informer's node-name index.
+
+**Seam for modelled heartbeats** (:class:`HeartbeatModel`, simulation only; a real cluster never
+sets one).  In virtual time the simulated kubelets do not write a healthy node's renewals (500
+writes per simulated second at 5,000 nodes that nobody but this controller reads); the model
+says instead which nodes renew and, when one stops, when its last renewal was.  The controller
+then does what it would have done with the written Leases: a renewing node is never stale; a
+node that stops renewing gets the probe time of the first pass after its last renewal (a pass
+observes a renewal written at its own instant only in the next one: the renewal reaches the
+informer after the pass has run), found in the list of pass times kept while a model is set, or
+of the next pass if none has run since.  Every other observation (status heartbeats, written
+Leases, the disruption-mode reset) works as without the model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import heapq
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
@@ -253,6 +265,20 @@ def _renew_time(lease: Obj) -> float | None:
         return None
 
 
+class HeartbeatModel(Protocol):
+    """Simulated kubelets whose Lease renewals are modelled instead of written (see the module
+    docstring); the kubelet simulation implements it."""
+
+    def renewing(self, name: str) -> bool:
+        """The node's kubelet renews its Lease (so the node is fresh)."""
+
+    def last_renewal(self, name: str) -> float | None:
+        """Loop time of the last renewal of a kubelet that stopped renewing (None: unknown)."""
+
+    def subscribe_stops(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(name)`` whenever a node's kubelet stops renewing."""
+
+
 @dataclass(slots=True)
 class _NodeHealth:
     probe: float  # controller monotonic time of the last observed heartbeat or lease renewal
@@ -337,12 +363,53 @@ class NodeLifecycleController:
         self._scan_before: dict[str, tuple[int, Obj] | None] = {}  # nodes changed during the pass
         self._undo: list[_NodeHealth] = []  # lease observations of the running pass
         self._pass = 0
+        # Modelled heartbeats (see HeartbeatModel): pass times, and nodes whose last renewal the
+        # next pass observes.
+        self._heartbeats: HeartbeatModel | None = None
+        self._pass_times: list[float] = []
+        self._renewal_pending: set[str] = set()
         self._nodes.add_handler(on_add=self._node_changed, on_update=lambda old, new: self._node_changed(new))
         self._nodes.add_handler(on_add=self._on_node_add, on_update=self._on_node_update,
                                 on_delete=self._on_node_delete)
         self._leases.add_handler(on_add=self._on_lease, on_update=lambda old, new: self._on_lease(new),
                                  on_delete=self._on_lease_delete)
         self._pods.add_handler(on_add=lambda pod: self._pod_changed(None, pod), on_update=self._pod_changed)
+
+    # -- modelled heartbeats ---------------------------------------------------------------
+    def use_heartbeat_model(self, model: HeartbeatModel) -> None:
+        """Take healthy nodes' liveness from ``model`` (simulation only; before :meth:`start`)."""
+        self._heartbeats = model
+        model.subscribe_stops(self._stopped_renewing)
+
+    def _renewing(self, name: str) -> bool:
+        return self._heartbeats is not None and self._heartbeats.renewing(name)
+
+    def _stopped_renewing(self, name: str) -> None:
+        """A node's kubelet stopped renewing: its probe is that of the pass which would have
+        observed the last renewal (the first pass after it), or of the next pass."""
+        assert self._heartbeats is not None
+        h = self._health.get(name)
+        last = self._heartbeats.last_renewal(name)
+        if h is None or last is None:
+            return
+        i = bisect.bisect_right(self._pass_times, last)
+        if i == len(self._pass_times):
+            self._renewal_pending.add(name)
+            return
+        h.probe = max(h.probe, self._pass_times[i])
+        node = self._nodes.get(name)
+        if node is not None:
+            self._push_deadline(h, node)
+
+    def _observe_modelled_renewals(self, now: float) -> None:
+        self._pass_times.append(now)
+        pending, self._renewal_pending = self._renewal_pending, set()
+        for name in pending:
+            h = self._health.get(name)
+            node = self._nodes.get(name)
+            if h is not None and node is not None:
+                h.probe = now
+                self._push_deadline(h, node)
 
     # -- events --------------------------------------------------------------------------
     def _node_changed(self, node: Obj) -> None:
@@ -621,7 +688,7 @@ class NodeLifecycleController:
         for _ in range(UPDATE_RETRIES):
             h = self._observe_health(node, now)
             grace = self._grace(node)
-            if now <= h.probe + grace:
+            if now <= h.probe + grace or self._renewing(h.name):
                 return node
             updated = mark_unknown(node, now=self.clock.rfc3339())
             if ready_condition(updated) == ready_condition(node):
@@ -646,6 +713,8 @@ class NodeLifecycleController:
         upstream does; otherwise only the nodes for which the walk could do anything are
         visited (see the module docstring), with the same outcome."""
         now = self.clock.monotonic()
+        if self._heartbeats is not None:
+            self._observe_modelled_renewals(now)
         if self.full_scan if full_scan is None else full_scan:
             await self._monitor_full(now)
         else:
@@ -730,6 +799,8 @@ class NodeLifecycleController:
                 node = nodes.get(name)
                 if node is None:
                     continue
+                if self._renewing(name):
+                    continue  # fresh by the model; a deadline is set again when it stops
                 if now > h.probe + self._grace(node):
                     visit.add(name)
                 else:
@@ -805,6 +876,8 @@ class NodeLifecycleController:
         return [node for _, node in items]
 
     def _push_deadline(self, h: _NodeHealth, node: Obj) -> None:
+        if self._renewing(h.name):
+            return
         deadline = h.probe + self._grace(node)
         if h.deadline is None or deadline < h.deadline:
             h.deadline = deadline

@@ -253,3 +253,38 @@ def node_resources(node: Obj) -> tuple[Obj, Obj]:
     for k, v in capacity.items():
         allocatable.setdefault(k, v)
     return capacity, allocatable
+
+
+def node_status_report(node: Obj, *, ip: str, hostname: str, now: str) -> Obj:
+    """The node status a healthy kubelet posts (a strategic-merge patch body's ``status``)."""
+    capacity, allocatable = node_resources(node)
+    return {
+        "conditions": node_conditions(node, now),
+        "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": hostname}],
+        "capacity": capacity,
+        "allocatable": allocatable,
+        "nodeInfo": node_info(node),
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+    }
+
+
+def report_would_change(node: Obj, *, ip: str, hostname: str) -> bool:
+    """Whether posting :func:`node_status_report` would change ``node`` in more than the
+    conditions' ``lastHeartbeatTime``: the report merges into the status as a strategic merge
+    does (conditions and addresses by ``type``, maps key by key), so it changes something only
+    where one of its entries differs from what is there."""
+    status = node.get("status") or {}
+    report = node_status_report(node, ip=ip, hostname=hostname, now="")
+    by_type = {c.get("type"): c for c in status.get("conditions") or ()}
+    for cond in report["conditions"]:
+        have = by_type.get(cond["type"])
+        if have is None or any(have.get(k) != v for k, v in cond.items() if k != "lastHeartbeatTime"):
+            return True
+    addresses = {a.get("type"): a for a in status.get("addresses") or ()}
+    if any(addresses.get(a["type"]) != a for a in report["addresses"]):
+        return True
+    for key in ("capacity", "allocatable", "nodeInfo", "daemonEndpoints"):
+        have_map = status.get(key) or {}
+        if any(have_map.get(k) != v for k, v in report[key].items()):
+            return True
+    return False

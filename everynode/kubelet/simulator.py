@@ -19,6 +19,22 @@ Scale (65,000 nodes in one process) drives the design:
 * **Node status is reported on change, else every ``status_report_interval``** (300 s, as the
   kubelet's ``nodeStatusReportFrequency``): ``lastHeartbeatTime`` of the Ready condition is the
   slower heartbeat, the Lease the fast one (node lifecycle reads both).
+* **Modelled heartbeats in virtual time** (``heartbeats="modelled"``; ``everynode.Cluster`` and
+  ``plan`` on a virtual-time loop): a healthy node's liveness is a fact of the model, not 500
+  writes per simulated second.  The wheel keeps ticking (one timer per tick, O(1)) and records
+  when each slot's renewal *would* have happened; no Lease renewal and no status report that would
+  change nothing but ``lastHeartbeatTime`` is written.  The object doubles as the node lifecycle
+  controller's :class:`~everynode.controllers.nodelifecycle.HeartbeatModel`: while a node's
+  kubelet runs, the controller does not watch its freshness; when it stops (annotation
+  ``stopped``, ``external``, node removed), the model hands over the time of the last renewal the
+  kubelet would have written, and the controller takes its probe time from the pass that would
+  have observed it — so the node goes Unknown at exactly the pass it does with written
+  heartbeats.  Everything else is written as before: adoption, resume and re-assertion (status and
+  Lease), and a periodic status report that would change more than the heartbeat time (someone
+  edited the node's conditions, capacity or addresses), at the very tick the written mode reports
+  it (the report chain is followed through the recorded ticks).  One limit, as for any two events
+  at one instant: a stop at exactly the simulated instant of its node's renewal tick counts as
+  after that renewal.
 * **Pod timers are ``loop.call_later`` handles** (asyncio keeps them in its heap); when one fires
   the pod key goes onto a ready deque drained by a few writer tasks; nothing is O(nodes) per pod
   event, and pod events for nodes we do not manage cost a dict lookup.
@@ -52,9 +68,11 @@ Decisions a user can rely on (documented in the README's simulation section):
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -91,6 +109,7 @@ BACKOFF_MAX = 300.0
 CRASH_AFTER = 1.0  # seconds a crash-looping container runs before it exits
 PULL_FAIL_SECONDS = 1.0  # ErrImagePull shows this long before ImagePullBackOff
 WRITERS = 4
+HEARTBEAT_MODES = ("writes", "modelled")
 # The writers and the heartbeat loop hand the loop over after this many queue items.  In-process
 # API calls complete without suspending, so a long queue (65,000 nodes to adopt at start-up) would
 # otherwise hold the loop until it is empty while every watch on the written objects buffers, and
@@ -119,7 +138,7 @@ def backoff_delay(restarts: int) -> float:
 
 class NodeState:
     __slots__ = ("name", "uid", "index", "ip", "cidr", "stopped", "adopted", "last_status", "status_rv", "pods",
-                 "next_host", "free_hosts", "used_hosts", "lease")
+                 "next_host", "free_hosts", "used_hosts", "lease", "renewed", "last_renewal")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -136,6 +155,8 @@ class NodeState:
         self.free_hosts: list[int] = []
         self.used_hosts: set[int] = set()
         self.lease: Obj | None = None  # the Lease as our last write returned it
+        self.renewed = float("-inf")  # loop time of our last Lease write
+        self.last_renewal: float | None = None  # modelled: loop time of the last renewal before a stop
 
     def allocate_host(self) -> int:
         while self.free_hosts:
@@ -185,7 +206,9 @@ class KubeletSimulator:
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory | None = None,
                  pod_startup: float = 1.0, recorder: EventRecorder | None = None, lease_duration: int = 40,
                  heartbeat_interval: float = 10, status_report_interval: float = STATUS_REPORT_INTERVAL,
-                 pod_events: bool = True) -> None:
+                 pod_events: bool = True, heartbeats: str = "writes") -> None:
+        if heartbeats not in HEARTBEAT_MODES:
+            raise ValueError(f"heartbeats must be one of {', '.join(HEARTBEAT_MODES)}, not {heartbeats!r}")
         self.client = client
         self.clock = clock
         self._own_factory = informers is None
@@ -197,6 +220,7 @@ class KubeletSimulator:
         self.heartbeat_interval = float(heartbeat_interval)
         self.status_report_interval = float(status_report_interval)
         self.pod_events = pod_events
+        self.modelled = heartbeats == "modelled"
         self.nodes: dict[str, NodeState] = {}
         self.pods: dict[str, PodState] = {}
         # Slot -> its nodes (a dict: ordered like a list, O(1) removal when a node goes away).
@@ -216,8 +240,15 @@ class KubeletSimulator:
         self._hb_pending: set[str] = set()
         self._hb_task: asyncio.Task[None] | None = None
         self._running = False
+        # Modelled heartbeats: each slot's tick times (the report chain of a node is followed
+        # through them), the nodes whose next periodic report would change more than heartbeat
+        # times, and who wants to hear of a kubelet that stops renewing.
+        self._slot_ticks: list[list[float]] = [[] for _ in range(WHEEL_SLOTS)]
+        self._deviant: dict[str, None] = {}
+        self._stop_listeners: list[Callable[[str], None]] = []
         # Counters (diagnostics, benchmarks).
         self.lease_renewals = 0
+        self.modelled_renewals = 0  # renewals the model stands for (slot ticks x nodes, counted per tick)
         self.node_status_updates = 0
         self.pod_status_updates = 0
         self.pod_removals = 0
@@ -282,6 +313,34 @@ class KubeletSimulator:
         ns = self.nodes.get(name)
         return ns.ip if ns is not None and ns.ip else None
 
+    # -- the heartbeat model (node lifecycle's HeartbeatModel) -------------------------------------
+
+    def renewing(self, name: str) -> bool:
+        """Modelled heartbeats: whether ``name``'s kubelet is renewing its Lease now (adopted, not
+        stopped).  Always False when heartbeats are written: then the Lease says it."""
+        ns = self.nodes.get(name)
+        return self.modelled and ns is not None and ns.adopted and not ns.stopped
+
+    def last_renewal(self, name: str) -> float | None:
+        """Loop time of the last renewal the kubelet of ``name`` made (or, modelled, would have
+        written) before it stopped; None while it renews or when unknown."""
+        ns = self.nodes.get(name)
+        return ns.last_renewal if ns is not None else None
+
+    def subscribe_stops(self, callback: Callable[[str], None]) -> None:
+        """``callback(name)`` is called when a node's modelled renewals end (``last_renewal`` then
+        tells when the last one was)."""
+        self._stop_listeners.append(callback)
+
+    def _stopped_renewing(self, ns: NodeState) -> None:
+        """The kubelet of ``ns`` renewed until now and stops: the last renewal is its own last Lease
+        write or its slot's last tick, whichever is later."""
+        ticks = self._slot_ticks[ns.index % WHEEL_SLOTS] if ns.index >= 0 else []
+        ns.last_renewal = max(ns.renewed, ticks[-1]) if ticks else ns.renewed
+        self._deviant.pop(ns.name, None)
+        for callback in self._stop_listeners:
+            callback(ns.name)
+
     @property
     def idle(self) -> bool:
         """No write queued or running, no adoption pending (pod timers may still be set)."""
@@ -308,6 +367,7 @@ class KubeletSimulator:
             if ns is not None:
                 self._drop_node(name)
             return
+        renewing = self.renewing(name)
         if ns is None:
             ns = self.nodes[name] = NodeState(name)
             ns.uid = md.get("uid") or ""
@@ -324,6 +384,8 @@ class KubeletSimulator:
             return
         was_stopped = ns.stopped
         ns.stopped = mode == STOPPED
+        if renewing and ns.stopped:
+            self._stopped_renewing(ns)
         if was_stopped and not ns.stopped:
             ns.last_status = float("-inf")  # report at once
             self._to_adopt.append(name)
@@ -336,15 +398,21 @@ class KubeletSimulator:
             ns.last_status = float("-inf")
             self._to_adopt.append(name)
             self._wake.set()
+        elif renewing and not ns.stopped:
+            self._check_report(ns, node)
 
     def _on_node_delete(self, node: Obj) -> None:
         name = (node.get("metadata") or {}).get("name") or ""
         self._drop_node(name)
 
     def _drop_node(self, name: str) -> None:
-        ns = self.nodes.pop(name, None)
+        ns = self.nodes.get(name)
         if ns is None:
             return
+        if self.renewing(name):
+            self._stopped_renewing(ns)
+        del self.nodes[name]
+        self._deviant.pop(name, None)
         if ns.index >= 0:
             self._used_indices.discard(ns.index)
             self._wheel[ns.index % WHEEL_SLOTS].pop(name, None)
@@ -401,16 +469,7 @@ class KubeletSimulator:
         node = node or self._node_obj(ns.name)
         if node is None:
             return
-        now = self.clock.rfc3339()
-        capacity, allocatable = podstatus.node_resources(node)
-        status = {
-            "conditions": podstatus.node_conditions(node, now),
-            "addresses": [{"type": "InternalIP", "address": ns.ip}, {"type": "Hostname", "address": ns.name}],
-            "capacity": capacity,
-            "allocatable": allocatable,
-            "nodeInfo": podstatus.node_info(node),
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": podstatus.KUBELET_PORT}},
-        }
+        status = podstatus.node_status_report(node, ip=ns.ip, hostname=ns.name, now=self.clock.rfc3339())
         try:
             written = await self.client.patch("nodes", ns.name, {"status": status}, patch_type="strategic",
                                               subresource="status")
@@ -449,6 +508,7 @@ class KubeletSimulator:
             try:
                 ns.lease = await self.client.update(LEASES, self._renewed(lease, ns, now))
                 self.lease_renewals += 1
+                ns.renewed = asyncio.get_running_loop().time()
                 return
             except ApiError as e:
                 if e.code == 404:
@@ -482,6 +542,7 @@ class KubeletSimulator:
                 return
             ns.lease = await self.client.update(LEASES, self._renewed(existing, ns, now))
         self.lease_renewals += 1
+        ns.renewed = asyncio.get_running_loop().time()
 
     def _tick(self) -> None:
         """One wheel step: queue the next slot's nodes for a heartbeat.  A slot that is still
@@ -493,7 +554,16 @@ class KubeletSimulator:
         slot = self._slot
         self._slot = (slot + 1) % WHEEL_SLOTS
         pending = self._hb_pending
-        for name in self._wheel[slot]:
+        if self.modelled:
+            # The slot's renewals happen in the model: record when, and visit only the nodes whose
+            # periodic status report would change something (usually none).
+            self._slot_ticks[slot].append(loop.time())
+            self.modelled_renewals += len(self._wheel[slot])
+            names: Any = [n for n in self._deviant if (ns := self.nodes.get(n)) is not None
+                          and ns.index % WHEEL_SLOTS == slot] if self._deviant else ()
+        else:
+            names = self._wheel[slot]
+        for name in names:
             if name not in pending:
                 pending.add(name)
                 self._hb_queue.append(name)
@@ -513,7 +583,10 @@ class KubeletSimulator:
                 if ns is None or ns.stopped or not ns.adopted:
                     continue
                 try:
-                    await self._renew_lease(ns)
+                    if self.modelled:
+                        ns.last_status = self._modelled_last_status(ns, before=loop.time())
+                    else:
+                        await self._renew_lease(ns)
                     if loop.time() - ns.last_status >= self.status_report_interval:
                         await self._report_status(ns)
                 except ApiError as e:
@@ -524,6 +597,39 @@ class KubeletSimulator:
                     await asyncio.sleep(0)
         finally:
             self._hb_task = None
+
+    # -- modelled status reports ----------------------------------------------------------------
+
+    def _modelled_last_status(self, ns: NodeState, *, before: float) -> float:
+        """When the written mode would last have reported ``ns``'s status before loop time
+        ``before``: its last real report, followed by a report at each slot tick at least
+        ``status_report_interval`` after the previous one (the heartbeat's own rule)."""
+        last = ns.last_status
+        if last == float("-inf") or ns.index < 0:
+            return last
+        ticks = self._slot_ticks[ns.index % WHEEL_SLOTS]
+        interval = self.status_report_interval
+        i = bisect.bisect_right(ticks, last)
+        while i < len(ticks) and ticks[i] < before:
+            t = ticks[i]
+            if t - last >= interval:
+                last = t
+                i += 1
+                # skip ahead to about the next due tick, then walk (float rounding decides)
+                i = max(i, bisect.bisect_left(ticks, last + interval, lo=i) - 1)
+            else:
+                i += 1
+        return last
+
+    def _check_report(self, ns: NodeState, node: Obj) -> None:
+        """Modelled: watch ``ns`` at its slot's ticks if its next periodic report would change
+        more than heartbeat times (the written mode would write it; someone edited the node)."""
+        if ns.index >= 0 and podstatus.report_would_change(node, ip=ns.ip, hostname=ns.name):
+            if ns.name not in self._deviant:
+                ns.last_status = self._modelled_last_status(ns, before=asyncio.get_running_loop().time() + 1e-9)
+                self._deviant[ns.name] = None
+        else:
+            self._deviant.pop(ns.name, None)
 
     # -- pod events -----------------------------------------------------------------------------
 

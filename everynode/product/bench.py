@@ -30,7 +30,7 @@ from everynode.api.errors import ApiError
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 from everynode.storage.memory import MemoryStore
 
-SCENARIOS = ("converge", "rollout", "churn", "sync", "api", "schedule")
+SCENARIOS = ("converge", "rollout", "churn", "sync", "api", "schedule", "plan")
 
 DS_NAMESPACE = "bench"
 DS_NAME = "agent"
@@ -376,7 +376,33 @@ async def bench_schedule(nodes: int, transport: str) -> dict[str, Any]:
     return _result("schedule", nodes, transport, seconds, cpu, floor, pods_per_second=round(nodes / seconds, 1))
 
 
-async def run_scenario(scenario: str, *, nodes: int, transport: str) -> list[dict[str, Any]]:
+def bench_plan(nodes: int, *, max_unavailable: int | str = 1, startup: float = 5.0) -> dict[str, Any]:
+    """``plan``: the virtual-time engine on a rollout (``everynode.product.virtual_rollout``):
+    a converged DaemonSet on N nodes, an image change with ``maxUnavailable`` and ``startup``
+    seconds of pod start-up, run on a virtual clock until every node runs a Ready new pod.
+    ``seconds`` (= ``wall_seconds``) is the rollout's wall time, ``simulated_seconds`` its
+    simulated duration, ``ratio`` = simulated / wall (how much faster than real time); the floor
+    is the rollout's writes (delete old, create, bind, Ready) straight into storage.  Runs its
+    own virtual-time loop, so call it outside any running loop (``run_scenario`` uses a thread)."""
+    from everynode.product.virtual_rollout import virtual_rollout
+    from everynode.virtualtime import run_virtual
+
+    floor = asyncio.run(storage_floor(nodes, writes_per_pod=4))
+    gc.collect()
+    run = run_virtual(virtual_rollout(nodes, startup=startup, max_unavailable=max_unavailable))
+    wall = run.wall_rollout_seconds
+    out = _result("plan", nodes, "inprocess", wall, run.cpu_rollout_seconds, floor)
+    out.update(ratio=round(run.simulated_seconds / wall, 1) if wall > 0 else None, wall_seconds=round(wall, 4),
+               simulated_seconds=run.simulated_seconds, expected_seconds=run.expected_seconds,
+               max_unavailable=max_unavailable, pod_startup_seconds=startup, heartbeats=run.heartbeats,
+               lease_renewals=run.lease_renewals, converge_wall_seconds=round(run.wall_converge_seconds, 2))
+    return out
+
+
+async def run_scenario(scenario: str, *, nodes: int, transport: str,
+                       max_unavailable: int | str = 1) -> list[dict[str, Any]]:
+    if scenario == "plan":
+        return [await asyncio.to_thread(bench_plan, nodes, max_unavailable=max_unavailable)]
     if scenario == "api":
         from everynode.product.bench_api import bench_api
 

@@ -106,15 +106,28 @@ def up(nodes: int, control_planes: int, host: str, port: int, data_dir: Path, in
     sys.exit(code)
 
 
+def _int_or_percent(_ctx: click.Context, _param: click.Parameter, value: str) -> int | str:
+    from everynode.api.intstr import parse_percent
+
+    if value.endswith("%") and parse_percent(value) is not None:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither an integer nor a percentage") from None
+
+
 @main.command()
-@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule"]))
+@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule", "plan"]))
 @click.option("--nodes", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Simulated nodes (for `api`: the number of pods listed).")
 @click.option("--transport", type=click.Choice(["inprocess", "http"]), default="inprocess", show_default=True,
               help="How the DaemonSet controller reaches the API.")
+@click.option("--max-unavailable", default="1", show_default=True, callback=_int_or_percent,
+              help="`plan`: the rollout's maxUnavailable (an integer or a percentage such as 10%).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result line.")
-def bench(scenario: str, nodes: int, transport: str, as_json: bool) -> None:
-    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule)."""
+def bench(scenario: str, nodes: int, transport: str, max_unavailable: int | str, as_json: bool) -> None:
+    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule, plan)."""
     import orjson
 
     from everynode.product.bench import run_scenario
@@ -122,7 +135,8 @@ def bench(scenario: str, nodes: int, transport: str, as_json: bool) -> None:
     results: list[dict] = []
 
     async def runner() -> None:
-        results.extend(await run_scenario(scenario, nodes=nodes, transport=transport))
+        results.extend(await run_scenario(scenario, nodes=nodes, transport=transport,
+                                          max_unavailable=max_unavailable))
 
     _run(runner())
     for r in results:

@@ -55,6 +55,11 @@ class ControlPlaneConfig:
     pod_gc_period: float = 20.0
     dns_port: int | None = None
     pod_gc_quarantine: float = 40.0
+    # How the simulated kubelets prove liveness: "writes" (Lease renewals and status reports at
+    # upstream's pace), "modelled" (no write that would change nothing but a heartbeat time; node
+    # lifecycle takes liveness from the kubelet simulation, with the same decisions — see
+    # everynode/kubelet/simulator.py), or "auto": modelled on a virtual-time loop, else writes.
+    heartbeats: str = "auto"
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -253,10 +258,12 @@ class ControlPlane:
         if "kubelet" in enabled:
             from everynode.kubelet.simulator import KubeletSimulator
 
-            self.components["kubelet"] = KubeletSimulator(client, clock=clock, informers=self.informers,
-                                                          pod_startup=cfg.pod_startup, recorder=recorder("kubelet"),
-                                                          heartbeat_interval=cfg.heartbeat_interval,
-                                                          lease_duration=cfg.lease_duration)
+            kubelet = KubeletSimulator(client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
+                                       recorder=recorder("kubelet"), heartbeat_interval=cfg.heartbeat_interval,
+                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
+            self.components["kubelet"] = kubelet
+            if kubelet.modelled and "node-lifecycle" in self.components:
+                self.components["node-lifecycle"].use_heartbeat_model(kubelet)
         if "daemonset" in enabled:
             from everynode.controllers.daemonset.controller import DaemonSetController
 
@@ -270,6 +277,14 @@ class ControlPlane:
                 raise ControlPlaneError(f"{name}: cannot listen on {cfg.host}:{cfg.dns_port}: {e.strerror or e}") from None
         if "dns" in self.components:
             say(f"cluster DNS: {cfg.host}:{self.components['dns'].port} (zone cluster.local)")
+
+    def _heartbeat_mode(self) -> str:
+        mode = self.config.heartbeats
+        if mode == "auto":
+            from everynode.virtualtime import VirtualTimeEventLoop
+
+            return "modelled" if isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop) else "writes"
+        return mode
 
     async def stop(self) -> None:
         self.ready = False

@@ -49,6 +49,26 @@ def test_sync_reports_microseconds_per_sync() -> None:
     assert result["scenario"] == "sync" and result["us_per_sync"] > 0
 
 
+@pytest.mark.parametrize("max_unavailable", ["1", "25%"])
+def test_plan_reports_simulated_and_wall_seconds(max_unavailable: str) -> None:
+    """``plan``: a rollout in virtual time; ``ratio`` is simulated / wall, and the simulated
+    duration is the arithmetic's (waves × 5 s start-up: 8 nodes: 8 waves, or 4 of 2 nodes at 25%)."""
+    (result,) = bench("plan", "--nodes", "8", "--max-unavailable", max_unavailable)
+    for key, kind in CONTRACT.items():
+        assert isinstance(result[key], kind | int if kind is float else kind), (key, result[key])
+    assert result["scenario"] == "plan" and result["seconds"] == result["wall_seconds"] > 0
+    assert result["simulated_seconds"] == {"1": 40.0, "25%": 20.0}[max_unavailable]
+    assert result["heartbeats"] == "modelled"
+    wall, simulated = result["wall_seconds"], result["simulated_seconds"]
+    assert simulated / (wall + 5e-5) <= result["ratio"] <= simulated / (wall - 5e-5) + 0.05
+
+
+def test_plan_rejects_a_budget_that_is_no_int_or_percent() -> None:
+    proc = subprocess.run([sys.executable, "-m", "everynode", "bench", "plan", "--max-unavailable", "x"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and "--max-unavailable" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_unknown_scenario_is_a_usage_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "everynode", "bench", "nosuch"], capture_output=True, text=True,
                           timeout=60, check=False)

@@ -62,3 +62,33 @@ def test_running_keeps_the_scheduler_condition_and_unchanged_transition_times() 
     assert "PodScheduled" not in by_type  # the scheduler's condition is left to the merge
     assert by_type["Initialized"]["lastTransitionTime"] == EARLIER  # status unchanged
     assert by_type["Ready"]["lastTransitionTime"] == NOW  # False -> True
+
+
+def _reported(**status_overrides: object) -> dict:
+    from everynode.kubelet import podstatus as ps
+
+    node = {"metadata": {"name": "w1", "uid": "u1"}, "status": {}}
+    node["status"] = ps.node_status_report(node, ip="10.0.0.1", hostname="w1", now="2024-01-01T00:00:00Z")
+    node["status"].update(status_overrides)
+    return node
+
+
+def test_report_would_change_only_for_more_than_heartbeat_times() -> None:
+    from everynode.kubelet.podstatus import report_would_change
+
+    healthy = _reported()
+    assert not report_would_change(healthy, ip="10.0.0.1", hostname="w1")
+    later = _reported(conditions=[dict(c, lastHeartbeatTime="2030-01-01T00:00:00Z")
+                                  for c in healthy["status"]["conditions"]])
+    assert not report_would_change(later, ip="10.0.0.1", hostname="w1")
+    extra = _reported(conditions=[*healthy["status"]["conditions"],
+                                  {"type": "NetworkUnavailable", "status": "True"}])
+    assert not report_would_change(extra, ip="10.0.0.1", hostname="w1")  # not the kubelet's: merged, kept
+    pressure = _reported(conditions=[dict(c, status="True") if c["type"] == "MemoryPressure" else c
+                                     for c in healthy["status"]["conditions"]])
+    assert report_would_change(pressure, ip="10.0.0.1", hostname="w1")
+    assert report_would_change(healthy, ip="10.0.0.2", hostname="w1")  # another address
+    assert report_would_change(_reported(capacity={"cpu": "4"}), ip="10.0.0.1", hostname="w1")
+    gpu = {**healthy["status"]["capacity"], "gpu": "1"}
+    assert report_would_change(_reported(capacity=gpu), ip="10.0.0.1", hostname="w1")  # allocatable gains it
+    assert not report_would_change(_reported(capacity=gpu, allocatable=gpu), ip="10.0.0.1", hostname="w1")
