@@ -27,7 +27,8 @@ Special commands:
   query still goes to everynode's DNS server over UDP; only the client differs.
 
 Eventual consistency: read-only commands (``kubectl get``, ``kubectl describe``, ``kubectl
-explain``, ``kubectl rollout history``, ``everynode node list``) are re-run until their output
+explain``, ``kubectl rollout history``, ``everynode node list``, ``everynode status`` without
+``--watch``) are re-run until their output
 matches, for at most ``SETTLE_SECONDS`` — as a person would look again a moment later; the
 failure shows the last output.  Every other command runs exactly once; commands that wait
 (``kubectl rollout status``, ``kubectl wait``) are how the README itself waits.
@@ -82,7 +83,8 @@ COMMAND_TIMEOUT = 180.0
 UP_TIMEOUT = 60.0
 
 READ_ONLY = re.compile(
-    r"^(kubectl\s+(get|describe|explain)\b|kubectl\s.*\brollout\s+history\b|everynode\s+node\s+list\b)")
+    r"^(kubectl\s+(get|describe|explain)\b|kubectl\s.*\brollout\s+history\b|everynode\s+node\s+list\b"
+    r"|everynode\s+status\b(?!.*\s(-w|--watch)\b))")
 
 
 # ------------------------------------------------------------------------------------------ parsing
