@@ -93,6 +93,7 @@ SERVICES = resource("services")
 SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
+DELETE_CONFLICT_RETRIES = 16  # a delete re-reads after a concurrent write (GuaranteedUpdate retries)
 MIN_WATCH_TIMEOUT = 1800.0  # --min-request-timeout; an unbounded watch ends after 1-2× this
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 INITIAL_EVENTS_BATCH = 256  # synthetic ADDED events per watch batch (bounds one write's size)
@@ -857,15 +858,25 @@ class ApiService:
         self._check_subresource(rt, None, "delete")
         options = self._delete_options(options, opts)
         ns = namespace if rt.namespaced else ""
-        obj = self.store.get(rt.key, ns, name)
-        if obj is None:
-            raise errors.not_found(rt.plural, rt.group, name)
-        self.admission.check_delete(rt, name)
-        self._check_preconditions(rt, obj, options)
-        if rt.key == NAMESPACES.key:
-            result = await self._delete_namespace(obj, options, opts)
+        # Upstream's Store.Delete writes through GuaranteedUpdate: a concurrent write is not the
+        # caller's conflict — it re-reads and tries again, checking the caller's preconditions
+        # against each fresh object.  Only a precondition that no longer holds is a 409.
+        for _attempt in range(DELETE_CONFLICT_RETRIES):
+            obj = self.store.get(rt.key, ns, name)
+            if obj is None:
+                raise errors.not_found(rt.plural, rt.group, name)
+            self.admission.check_delete(rt, name)
+            self._check_preconditions(rt, obj, options)
+            try:
+                if rt.key == NAMESPACES.key:
+                    result = await self._delete_namespace(obj, options, opts)
+                else:
+                    result = await self._delete_object(rt, obj, options, opts)
+                break
+            except ConflictError:
+                await asyncio.sleep(0)
         else:
-            result = await self._delete_object(rt, obj, options, opts)
+            raise errors.stale(rt.plural, rt.group, name)
         code = 200
         if options.get("orphanDependents") is False and result.get("kind") != "Status" and \
                 self.store.get(rt.key, ns, name) is not None:
@@ -894,7 +905,7 @@ class ApiService:
             try:
                 return await self.store.update(NAMESPACES.key, new, expected_rv=apimeta.resource_version(ns_obj))
             except ConflictError:
-                raise errors.stale("namespaces", "", md["name"]) from None
+                raise  # delete() re-reads and retries
         if (ns_obj.get("spec") or {}).get("finalizers"):
             return ns_obj  # the namespace controller finishes; deletion follows its finalize
         return await self._delete_object(NAMESPACES, ns_obj, options, opts)
@@ -952,7 +963,7 @@ class ApiService:
                 try:
                     return await self.store.update(rt.key, new, expected_rv=apimeta.resource_version(obj))
                 except ConflictError:
-                    raise errors.stale(rt.plural, rt.group, name) from None
+                    raise  # delete() re-reads and retries
                 except NotFoundError:
                     raise errors.not_found(rt.plural, rt.group, name) from None
         if opts.dry_run:
@@ -962,8 +973,6 @@ class ApiService:
                                               expected_uid=md.get("uid"))
         except NotFoundError:
             raise errors.not_found(rt.plural, rt.group, name) from None
-        except ConflictError:
-            raise errors.stale(rt.plural, rt.group, name) from None
         self._released(rt, deleted)
         return self._deleted_answer(rt, deleted)
 
