@@ -140,11 +140,13 @@ def version() -> None:
 
 from everynode.product.commands_node import node_group  # noqa: E402
 from everynode.product.commands_status import status  # noqa: E402
+from everynode.product.commands_why import why  # noqa: E402
 from everynode.product.controller_cmd import controller_command  # noqa: E402
 
 main.add_command(node_group)
 main.add_command(status)
 main.add_command(controller_command)
+main.add_command(why)
 
 
 if __name__ == "__main__":  # pragma: no cover
