@@ -107,14 +107,14 @@ def up(nodes: int, control_planes: int, host: str, port: int, data_dir: Path, in
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule"]))
+@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule", "why"]))
 @click.option("--nodes", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Simulated nodes (for `api`: the number of pods listed).")
 @click.option("--transport", type=click.Choice(["inprocess", "http"]), default="inprocess", show_default=True,
               help="How the DaemonSet controller reaches the API.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result line.")
 def bench(scenario: str, nodes: int, transport: str, as_json: bool) -> None:
-    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule)."""
+    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule, why)."""
     import orjson
 
     from everynode.product.bench import run_scenario

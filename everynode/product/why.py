@@ -758,13 +758,21 @@ def _replaced_now(nv: NodeVerdict, plan: RollingUpdatePlan) -> bool:
     return (nv.pod is not None and nv.pod in plan.pods_to_delete) or nv.node in plan.nodes_to_create
 
 
+def _budget_detail(nv: NodeVerdict) -> str:
+    """Why a node holds the budget, in a few words: a node that is not Ready says so first."""
+    for r in nv.reasons:
+        if r.code == NODE_NOT_READY:
+            return r.short
+    return nv.short
+
+
 def _waiting_reason(nv: NodeVerdict, users: list[str], by_name: Mapping[str, NodeVerdict], budget_text: str
                     ) -> Reason:
     others = [u for u in users if u != nv.node]
     named = []
     for u in others[:NAMED_BUDGET_USERS]:
         held = by_name.get(u)
-        named.append(f"{u} ({held.short})" if held is not None else f"{u} (node gone)")
+        named.append(f"{u} ({_budget_detail(held)})" if held is not None else f"{u} (node gone)")
     rest = len(others) - len(named)
     who = ", ".join(named) + (f" and {rest} more" if rest > 0 else "")
     if not who:
