@@ -54,7 +54,7 @@ DUMP_SUFFIXES = (".yaml", ".yml", ".json")
 DUMP_COMMAND = "kubectl get nodes,pods,daemonsets,controllerrevisions,events,priorityclasses -A -o yaml"
 
 # (client resource, namespaced, ClusterObjects field)
-_LIVE_RESOURCES = (
+LIVE_RESOURCES = (
     ("nodes", False, "nodes"),
     ("pods", False, "pods"),
     ("daemonsets.apps", True, "daemonsets"),
@@ -181,9 +181,9 @@ async def read_live(client: Client, *, namespace: str | None = None) -> ClusterO
         listed = await client.list(resource, namespace=namespace if namespaced else None)
         return list(listed.get("items") or ())
 
-    lists = await asyncio.gather(*(items(r, namespaced) for r, namespaced, _ in _LIVE_RESOURCES))
+    lists = await asyncio.gather(*(items(r, namespaced) for r, namespaced, _ in LIVE_RESOURCES))
     out = ClusterObjects()
-    for (_, _, name), found in zip(_LIVE_RESOURCES, lists, strict=True):
+    for (_, _, name), found in zip(LIVE_RESOURCES, lists, strict=True):
         getattr(out, name).extend(found)
     return out
 
@@ -193,5 +193,5 @@ def iter_objects(objects: ClusterObjects) -> Iterable[Obj]:
         yield from getattr(objects, name)
 
 
-__all__ = ["DUMP_COMMAND", "KINDS", "ClusterObjects", "DumpError", "dump_files", "iter_objects", "load_dump",
+__all__ = ["DUMP_COMMAND", "KINDS", "LIVE_RESOURCES", "ClusterObjects", "DumpError", "dump_files", "iter_objects", "load_dump",
            "parse_dump", "read_live"]
