@@ -2,7 +2,7 @@
 same objects.
 
 The cluster is the embedded one over HTTPS (N simulated nodes, one DaemonSet converged onto all
-of them, so N nodes and N+ pods).  Timed, each the median of three runs, all from outside the
+of them, so N nodes and N+ pods; the transport is always ``http``: both sides read over HTTPS).  Timed, each the median of three runs, all from outside the
 server process as a user runs them:
 
 * ``seconds``: ``everynode why agent -n bench -o json`` against the live cluster — process start,
@@ -35,11 +35,11 @@ from everynode.product.bench import (
     DS_NAMESPACE,
     _available,
     _result,
-    _wait_nodes_ready,
+    _start_plane,
     _wait_status,
     daemonset_manifest,
 )
-from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
+from everynode.product.controlplane import ControlPlane
 
 RUNS = 3
 KUBECTL = "kubectl"
@@ -75,18 +75,12 @@ async def bench_why(nodes: int, transport: str) -> dict[str, Any]:
     if kubectl is None:
         raise RuntimeError("bench why needs kubectl on PATH (its listing is the yardstick)")
     work = Path(tempfile.mkdtemp(prefix="everynode-bench-why-"))
-    cfg = ControlPlaneConfig(nodes=nodes, control_planes=0, port=0, in_memory=True, pod_startup=0.0,
-                             data_dir=work, serve_http=True, pod_gc_period=0.5, pod_gc_quarantine=0.0)
-    plane = ControlPlane(cfg)
-    await plane.start()
+    plane = await _start_plane(nodes, transport="http")  # served over HTTPS: kubectl and `why` read it
     try:
         assert plane.client is not None
-        await plane.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": DS_NAMESPACE}})
-        await _wait_nodes_ready(plane, nodes)
         await plane.client.create("daemonsets.apps", daemonset_manifest())
         await _wait_status(plane, _available(nodes), timeout=3600)
-        kc = str(cfg.kubeconfig_path)
+        kc = str(plane.config.kubeconfig_path)
         everynode = [sys.executable, "-m", "everynode.product.cli"]
         cache = ["--cache-dir", str(work / "kubectl-cache")]
         await _timed(kubectl, "--kubeconfig", kc, *cache, "get", "nodes", "-o", "name")  # warm discovery
@@ -104,7 +98,7 @@ async def bench_why(nodes: int, transport: str) -> dict[str, Any]:
     finally:
         await plane.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return _result("why", nodes, transport, seconds, cpu, floor, floor_command="kubectl get nodes,pods -A -o json",
+    return _result("why", nodes, "http", seconds, cpu, floor, floor_command="kubectl get nodes,pods -A -o json",
                    dump_seconds=round(dump_seconds, 4), explain_seconds=round(explain_seconds, 4),
                    explained_nodes=explained, pods=pods, runs=RUNS, cpus=os.cpu_count())
 

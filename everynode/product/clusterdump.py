@@ -20,7 +20,10 @@ Live reading lists the same six resources through any :class:`~everynode.client.
 (GET only: the ClusterRole in ``examples/everynode-why-rbac.yaml`` is all it needs).  Nodes,
 pods and PriorityClasses are read cluster-wide — a node's free resources and host ports depend on
 every pod bound to it, whatever its namespace; DaemonSets, revisions and events only in the
-namespace asked about (all when ``None``).
+namespace asked about (all when ``None``), and only Warning events (``fieldSelector=type=Warning``):
+the two the explainer reads, ``FailedScheduling`` and ``FailedDaemonPod``, are warnings, while a
+converged cluster holds several Normal events per pod (Scheduled, Pulled, Created, Started) that
+would cost more to list than the pods themselves.
 """
 
 from __future__ import annotations
@@ -53,14 +56,14 @@ KINDS: Mapping[str, str] = {
 DUMP_SUFFIXES = (".yaml", ".yml", ".json")
 DUMP_COMMAND = "kubectl get nodes,pods,daemonsets,controllerrevisions,events,priorityclasses -A -o yaml"
 
-# (client resource, namespaced, ClusterObjects field)
-LIVE_RESOURCES = (
-    ("nodes", False, "nodes"),
-    ("pods", False, "pods"),
-    ("daemonsets.apps", True, "daemonsets"),
-    ("controllerrevisions.apps", True, "controllerrevisions"),
-    ("events", True, "events"),
-    ("priorityclasses.scheduling.k8s.io", False, "priorityclasses"),
+# (client resource, namespaced, ClusterObjects field, field selector)
+LIVE_RESOURCES: tuple[tuple[str, bool, str, str | None], ...] = (
+    ("nodes", False, "nodes", None),
+    ("pods", False, "pods", None),
+    ("daemonsets.apps", True, "daemonsets", None),
+    ("controllerrevisions.apps", True, "controllerrevisions", None),
+    ("events", True, "events", "type=Warning"),
+    ("priorityclasses.scheduling.k8s.io", False, "priorityclasses", None),
 )
 
 
@@ -177,13 +180,14 @@ def load_dump(path: Path | str) -> ClusterObjects:
 async def read_live(client: Client, *, namespace: str | None = None) -> ClusterObjects:
     """List the six resources through ``client`` (read-only), concurrently."""
 
-    async def items(resource: str, namespaced: bool) -> list[Obj]:
-        listed = await client.list(resource, namespace=namespace if namespaced else None)
+    async def items(resource: str, namespaced: bool, field_selector: str | None) -> list[Obj]:
+        listed = await client.list(resource, namespace=namespace if namespaced else None,
+                                   field_selector=field_selector)
         return list(listed.get("items") or ())
 
-    lists = await asyncio.gather(*(items(r, namespaced) for r, namespaced, _ in LIVE_RESOURCES))
+    lists = await asyncio.gather(*(items(r, namespaced, fs) for r, namespaced, _, fs in LIVE_RESOURCES))
     out = ClusterObjects()
-    for (_, _, name), found in zip(LIVE_RESOURCES, lists, strict=True):
+    for (_, _, name, _), found in zip(LIVE_RESOURCES, lists, strict=True):
         getattr(out, name).extend(found)
     return out
 

@@ -1,7 +1,10 @@
 """`everynode status [--watch]`: the DaemonSets and their node grid, once or live.
 
 One-shot: four lists (DaemonSets, ControllerRevisions, Pods — in the namespace, or all — and
-Nodes), one frame printed.
+Nodes), one frame printed.  Beside every cell that is not ready or not there the frame shows the
+reason `everynode why` gives (computed from the same four lists; events are not read, so a
+pending pod's reason comes from the scheduler's filters rather than its last FailedScheduling
+event); ``--why`` adds the per-node table of `everynode why` for each DaemonSet.
 
 ``--watch``: the same four resources held in informers (one list, then watch streams), and a
 frame redrawn whenever an event arrives — never by polling the API.  Frames are throttled to one

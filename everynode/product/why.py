@@ -247,7 +247,8 @@ def _ago(text: Any, now: float) -> str:
     return "a while" if t is None else human_duration(now - t)
 
 
-def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The ``status.conditions`` entry of ``type_`` (Pod or Node), or None."""
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if cond.get("type") == type_:
             return cond
@@ -556,7 +557,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
     if phase == "Pending":
         reason = next((str(w.get("reason")) for cs in statuses if (w := _waiting(cs)) and w.get("reason")), "")
         return _PodState(PENDING, [], f"pod {name} Pending{': ' + reason if reason else ''}")
-    ready = _condition(pod, "Ready")
+    ready = condition(pod, "Ready")
     if not is_pod_ready(pod):
         since = (ready or {}).get("lastTransitionTime")
         for_ = _ago(since, now) if since else ""
@@ -583,7 +584,7 @@ def _terminating_reason(pod: Obj, now: float) -> Reason:
 
 
 def _node_not_ready(node: Obj, now: float) -> Reason | None:
-    ready = _condition(node, "Ready")
+    ready = condition(node, "Ready")
     if ready is not None and ready.get("status") == "True":
         return None
     if ready is None:
@@ -835,6 +836,7 @@ __all__ = [
     "NodeVerdict",
     "Reason",
     "Summary",
+    "condition",
     "exclusion_reasons",
     "explain",
     "pod_state",

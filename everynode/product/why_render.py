@@ -37,6 +37,7 @@ from everynode.product.why import (
     UNHEALTHY,
     Explanation,
     NodeVerdict,
+    condition,
 )
 
 Obj = Mapping[str, Any]
@@ -115,18 +116,11 @@ def render(exp: Explanation, *, wide: bool = False) -> Group:
 
 # ------------------------------------------------------------------------------------------ one node
 
-def _condition(obj: Obj, type_: str) -> Obj | None:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == type_:
-            return cond
-    return None
-
-
 def _pod_line(pod: Obj) -> str:
     md = pod.get("metadata") or {}
     status = pod.get("status") or {}
     labels = md.get("labels") or {}
-    ready = _condition(pod, "Ready")
+    ready = condition(pod, "Ready")
     parts = [f"pod {md.get('name', '')}", f"revision {labels.get('controller-revision-hash', '-')}",
              f"phase {status.get('phase') or 'Pending'}",
              f"node {(pod.get('spec') or {}).get('nodeName') or '(not bound)'}",
@@ -145,7 +139,7 @@ def node_story(exp: Explanation, nv: NodeVerdict, node: Obj) -> Group:
     """``--node NODE``: everything the explainer looked at for one node."""
     md = node.get("metadata") or {}
     spec = node.get("spec") or {}
-    ready = _condition(node, "Ready")
+    ready = condition(node, "Ready")
     lines: list[RenderableType] = [header(exp)]
     title = Text()
     title.append(f"node {nv.node}: ", style="bold")

@@ -56,7 +56,7 @@ def test_live_reading_only_gets_and_lists() -> None:
 
     recording = asyncio.run(run())
     assert {name for name, _ in recording.calls} == {"list"}
-    assert sorted(r for _, r in recording.calls) == sorted(r for r, _, _ in LIVE_RESOURCES)
+    assert sorted(r for _, r in recording.calls) == sorted(r for r, _, _, _ in LIVE_RESOURCES)
 
 
 def test_the_cluster_role_grants_exactly_what_is_read() -> None:
@@ -65,7 +65,7 @@ def test_the_cluster_role_grants_exactly_what_is_read() -> None:
     granted = {(group, res, verb) for rule in role["rules"] for group in rule["apiGroups"]
                for res in rule["resources"] for verb in rule["verbs"]}
     needed = {(registry.resource(r).group, registry.resource(r).plural, verb)
-              for r, _, _ in LIVE_RESOURCES for verb in ("get", "list")}
+              for r, _, _, _ in LIVE_RESOURCES for verb in ("get", "list")}
     assert granted == needed
     (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
