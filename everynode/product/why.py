@@ -394,10 +394,14 @@ def exclusion_reasons(ds: Obj, placement: Placement, node: Obj, failed: str, fir
         if not reasons:  # a term the controller could not parse never matches
             reasons.append(Reason(NODE_AFFINITY_MISMATCH, "the required node affinity does not parse: it matches "
                                                           "no node", "node affinity"))
-    elif failed == "taint":
+    if failed:
+        # Every untolerated taint refuses the node too (the controller stops at the first row that
+        # fails; a user fixing the label would hit the taint next, so both are named).
         taints = [t for t in (node.get("spec") or {}).get("taints") or ()
                   if t.get("effect") in _TAINT_EFFECTS and not tolerations_tolerate_taint(placement.tolerations, t)]
-        for taint in taints or ([first_taint] if first_taint is not None else []):
+        if failed == "taint" and not taints and first_taint is not None:
+            taints = [first_taint]
+        for taint in taints:
             text = format_taint(taint)
             reasons.append(Reason(TAINT_NOT_TOLERATED, f"taint {text} is not tolerated",
                                   f"taint {text} (no toleration)"))

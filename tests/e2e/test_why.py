@@ -279,6 +279,13 @@ def test_table_node_story_and_errors(built: tuple[Cluster, Path]) -> None:
     assert story.returncode == 0, story.stderr
     assert "node worker-3: pending" in story.stdout and f"{NS}/holder" in story.stdout
     assert "HostPortConflict" in story.stdout
+    status = cli(cluster, "status", "-n", NS)
+    assert status.returncode == 0, status.stderr
+    assert "◐ worker-2  Insufficient cpu: requests 1, free 500m" in status.stdout
+    assert f"◐ worker-3  host port TCP/8080 is held by pod {NS}/holder" in status.stdout
+    with_why = cli(cluster, "status", "-n", NS, "--why")
+    assert "DESIRED 1 of 7 nodes: 6 nodes excluded by nodeSelector disktype=ssd" in with_why.stdout
+    assert with_why.stdout.count("VERDICT") == len(DAEMONSETS)
     missing = cli(cluster, "why", "nosuch", "-n", NS)
     assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): daemonsets.apps "nosuch" '
                                                        'not found\n')

@@ -115,6 +115,8 @@ def test_excluded_nodes_name_the_label_the_term_and_the_taint() -> None:
     assert got["b"] == ("excluded", ["NodeSelectorMismatch"], ["nodeSelector disktype=ssd: node has no label disktype"])
     assert got["c"] == ("excluded", ["TaintNotTolerated"],
                         ["taint node-role.kubernetes.io/control-plane:NoSchedule is not tolerated"])
+    both = answer(ds, [node("d", taints=[CP_TAINT])], [])["d"]
+    assert both[:2] == ("excluded", ["NodeSelectorMismatch", "TaintNotTolerated"])  # the next fix is named too
     ds = daemonset(affinity=[{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]},
                              {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}])
     got = answer(ds, [node("z", labels={"zone": "c"})], [])
