@@ -9,6 +9,9 @@ server process as a user runs them:
   the six lists over HTTPS, the explanation of every node, the JSON printed;
 * ``floor_seconds``: ``kubectl get nodes,pods -A -o json`` — kubectl listing the nodes and pods
   (the contract's yardstick); ``ratio = seconds / floor_seconds`` (the issue asks for ≤ 2);
+* ``raw_floor_seconds`` / ``raw_ratio``: the stricter yardstick of ``kubectl get --raw`` of the
+  node and pod lists (the same JSON bytes, no decoding or printing by kubectl) — against the
+  embedded server, kubectl's typed ``get`` spends most of its time outside the transfer;
 * also ``dump_seconds`` (``--from-dump`` of a JSON dump of the same objects),
   ``explain_seconds`` (the pure :func:`~everynode.product.why.explain` on objects already in
   memory, in this process) and ``explained_nodes`` / ``pods``.
@@ -85,6 +88,10 @@ async def bench_why(nodes: int, transport: str) -> dict[str, Any]:
         cache = ["--cache-dir", str(work / "kubectl-cache")]
         await _timed(kubectl, "--kubeconfig", kc, *cache, "get", "nodes", "-o", "name")  # warm discovery
         floor = await _median(kubectl, "--kubeconfig", kc, *cache, "get", "nodes,pods", "-A", "-o", "json")
+        raw_floor = statistics.median([
+            await _timed(kubectl, "--kubeconfig", kc, *cache, "get", "--raw", "/api/v1/nodes")
+            + await _timed(kubectl, "--kubeconfig", kc, *cache, "get", "--raw", "/api/v1/pods")
+            for _ in range(RUNS)])
         cpu0 = _children_cpu()
         seconds = await _median(*everynode, "why", DS_NAME, "-n", DS_NAMESPACE, "-o", "json", "--kubeconfig", kc)
         cpu = _children_cpu() - cpu0
@@ -99,6 +106,7 @@ async def bench_why(nodes: int, transport: str) -> dict[str, Any]:
         await plane.stop()
         shutil.rmtree(work, ignore_errors=True)
     return _result("why", nodes, "http", seconds, cpu, floor, floor_command="kubectl get nodes,pods -A -o json",
+                   raw_floor_seconds=round(raw_floor, 4), raw_ratio=round(seconds / raw_floor, 2),
                    dump_seconds=round(dump_seconds, 4), explain_seconds=round(explain_seconds, 4),
                    explained_nodes=explained, pods=pods, runs=RUNS, cpus=os.cpu_count())
 
