@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import yaml
 
-from everynode.apiserver.http import _Loader as _YamlLoader
-
 if TYPE_CHECKING:
     from everynode.client.base import Client
 
@@ -65,6 +63,20 @@ LIVE_RESOURCES: tuple[tuple[str, bool, str, str | None], ...] = (
     ("events", True, "events", "type=Warning"),
     ("priorityclasses.scheduling.k8s.io", False, "priorityclasses", None),
 )
+
+
+class _YamlLoader(yaml.CSafeLoader):
+    """YAML → JSON-shaped values as the API server reads them: timestamps stay strings.
+
+    The same rule as the API server's request decoder (``everynode.apiserver.http``); not imported
+    from there because that module pulls in aiohttp and the API service (~0.45 s of a command
+    that should answer in about a second).  Candidate for one shared loader in the api layer."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 class DumpError(Exception):
