@@ -30,7 +30,7 @@ from everynode.api.errors import ApiError
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 from everynode.storage.memory import MemoryStore
 
-SCENARIOS = ("converge", "rollout", "churn", "sync", "api", "schedule", "plan")
+SCENARIOS = ("converge", "rollout", "churn", "sync", "api", "schedule", "plan", "why")
 
 DS_NAMESPACE = "bench"
 DS_NAME = "agent"
@@ -407,6 +407,10 @@ async def run_scenario(scenario: str, *, nodes: int, transport: str,
         from everynode.product.bench_api import bench_api
 
         return await bench_api(pods=nodes)
+    if scenario == "why":
+        from everynode.product.bench_why import bench_why
+
+        return [await bench_why(nodes, transport)]
     fn = {"converge": bench_converge, "rollout": bench_rollout, "churn": bench_churn, "sync": bench_sync,
           "schedule": bench_schedule}[scenario]
     return [await fn(nodes, transport)]

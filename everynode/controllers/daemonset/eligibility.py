@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from everynode.api import intstr
 from everynode.api.meta import deep_copy, make_controller_ref
@@ -137,10 +137,17 @@ class Placement:
 
     def evaluate(self, node: Obj) -> tuple[bool, bool]:
         """``(shouldRun, shouldContinueRunning)`` for this node (decision table §3.3)."""
+        fit = self.fit(node)
+        return fit.should_run, fit.should_continue
+
+    def fit(self, node: Obj) -> NodeFit:
+        """The decision of :meth:`evaluate` with the row that decided it (for ``everynode why``):
+        ``failed`` is ``""`` (fits), ``"nodeName"`` (row 1), ``"affinity"`` (row 2: nodeSelector or
+        required node affinity) or ``"taint"`` (rows 3-5, ``taint`` the first untolerated one)."""
         name = (node.get("metadata") or {}).get("name") or ""
         # Row 1: the template names another node.
         if self.template_node_name and self.template_node_name != name:
-            return False, False
+            return _FIT_NODE_NAME
         # Row 2: nodeSelector / required node affinity (parse errors count as "no match").
         if not self._trivial_affinity:
             try:
@@ -148,14 +155,30 @@ class Placement:
             except Exception:  # noqa: BLE001 - upstream ignores parse errors here
                 fits = False
             if not fits:
-                return False, False
+                return _FIT_AFFINITY
         taints = (node.get("spec") or {}).get("taints") or ()
         if not taints:
-            return True, True
+            return _FITS
         # Rows 3-5: taints.  PreferNoSchedule is ignored; tolerationSeconds is irrelevant.
-        if find_untolerated_taint(taints, self.tolerations, effects=_FIT_EFFECTS) is None:
-            return True, True
-        return False, find_untolerated_taint(taints, self.tolerations, effects=_CONTINUE_EFFECTS) is None
+        taint = find_untolerated_taint(taints, self.tolerations, effects=_FIT_EFFECTS)
+        if taint is None:
+            return _FITS
+        return NodeFit(False, find_untolerated_taint(taints, self.tolerations, effects=_CONTINUE_EFFECTS) is None,
+                       "taint", taint)
+
+
+class NodeFit(NamedTuple):
+    """One node's ``(shouldRun, shouldContinueRunning)`` and the rule that refused it."""
+
+    should_run: bool
+    should_continue: bool
+    failed: str = ""  # "", "nodeName", "affinity" or "taint"
+    taint: Mapping[str, Any] | None = None
+
+
+_FITS = NodeFit(True, True)
+_FIT_NODE_NAME = NodeFit(False, False, "nodeName")
+_FIT_AFFINITY = NodeFit(False, False, "affinity")
 
 
 def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
