@@ -51,6 +51,8 @@ import logging
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE, has_taint_key, is_node_ready
+from everynode.api.pod import is_pod_terminal
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.clock import Clock
@@ -59,17 +61,12 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 ORPHAN_MESSAGE = "PodGC: node no longer exists"
 
 
 def _key(pod: Obj) -> str:
     md = pod["metadata"]
     return f"{md.get('namespace', '')}/{md['name']}"
-
-
-def is_terminal(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def is_evicted(pod: Obj) -> bool:
@@ -84,12 +81,7 @@ def terminated_deletion_order(pods: list[Obj]) -> list[Obj]:
 
 
 def _has_out_of_service_taint(node: Obj) -> bool:
-    return any(t.get("key") == OUT_OF_SERVICE for t in (node.get("spec") or {}).get("taints") or ())
-
-
-def _node_ready(node: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or ())
+    return has_taint_key(node, TAINT_NODE_OUT_OF_SERVICE)
 
 
 class PodGC:
@@ -131,7 +123,7 @@ class PodGC:
 
     def _pod_changed(self, pod: Obj) -> None:
         key = _key(pod)
-        if is_terminal(pod):
+        if is_pod_terminal(pod):
             self._terminated.add(key)
         else:
             self._terminated.discard(key)
@@ -195,7 +187,7 @@ class PodGC:
 
     async def _gc_terminating_out_of_service(self) -> None:
         for node in self._out_of_service_candidates():
-            if not _has_out_of_service_taint(node) or _node_ready(node):
+            if not _has_out_of_service_taint(node) or is_node_ready(node):
                 continue  # the taint test first: almost no node has it, and it is the cheaper one
             for pod in self._pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
                 if pod["metadata"].get("deletionTimestamp"):
@@ -241,7 +233,7 @@ class PodGC:
         md = pod["metadata"]
         namespace, name = md.get("namespace") or "", md["name"]
         try:
-            if not is_terminal(pod):
+            if not is_pod_terminal(pod):
                 status: Obj = {"phase": "Failed"}
                 if condition is not None:
                     status["conditions"] = [condition]

@@ -36,6 +36,7 @@ from typing import Any
 
 from everynode.api.errors import is_namespace_terminating
 from everynode.api.meta import key_of
+from everynode.api.pod import is_pod_ready, is_pod_terminal, pod_ready_condition
 from everynode.client.base import Client
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
 from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
@@ -61,17 +62,6 @@ PortTuple = tuple[str, int, str, str | None]  # (name, port, protocol, appProtoc
 
 # --------------------------------------------------------------------------------------------
 # Pod and Service predicates
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def is_pod_terminal(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def is_pod_terminating(pod: Obj) -> bool:
@@ -477,8 +467,7 @@ class TriggerTimeTracker:
         new_pods: dict[str, tuple[float, str]] = {}
         earliest: tuple[float, str] | None = None
         for pod in pods:
-            ready = next((c for c in (pod.get("status") or {}).get("conditions") or ()
-                          if c.get("type") == "Ready"), None)
+            ready = pod_ready_condition(pod)
             t = self._parse(ready.get("lastTransitionTime")) if ready else None
             if t is None:
                 continue
@@ -639,7 +628,6 @@ __all__ = [
     "endpoint_address",
     "find_port",
     "namespace_terminating",
-    "is_pod_ready",
     "pod_endpoints_changed",
     "resolved_ports",
     "selector_matches",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.node import is_node_ready
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 from everynode.storage.memory import MemoryStore
 
@@ -217,8 +218,7 @@ async def _wait_nodes_ready(plane: ControlPlane, n: int, timeout: float = 600) -
     deadline = loop.time() + timeout
     while True:
         nodes = (await plane.client.list("nodes")).get("items") or []
-        ready = sum(1 for nd in nodes if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                             for c in (nd.get("status") or {}).get("conditions") or ()))
+        ready = sum(1 for nd in nodes if is_node_ready(nd))
         if ready >= n:
             return
         if loop.time() > deadline:

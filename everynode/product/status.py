@@ -42,12 +42,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
+from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
 from everynode.controllers.daemonset.eligibility import (
     CONTROLLER_REVISION_HASH_LABEL,
     Placement,
-    is_pod_ready,
     is_pod_updated,
     target_node_or_none,
     template_generation,
@@ -250,11 +251,9 @@ def rollout_message(ds: Obj) -> tuple[str, bool]:
     """``kubectl rollout status`` for a DaemonSet: ``(message, done)``.
 
     OnDelete DaemonSets get kubectl's error text (kubectl prints it as an error and stops)."""
-    spec = ds.get("spec") or {}
     status = ds.get("status") or {}
     name = _meta(ds).get("name") or ""
-    strategy = (spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         return "rollout status is only available for RollingUpdate strategy type", True
     generation = int(_meta(ds).get("generation") or 0)
     observed = int(status.get("observedGeneration") or 0)
@@ -358,9 +357,8 @@ def daemonset_section(view: DaemonSetView, *, all_namespaces: bool = False, max_
     header.append("  ")
     header.append_text(counts_text(view.counts))
     message, done = rollout_message(ds)
-    strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or "RollingUpdate"
     style = ROLLOUT_DONE_STYLE if done else ROLLOUT_WAITING_STYLE
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         style = ROLLOUT_UNAVAILABLE_STYLE
     return Group(header, Text(message, style=style),
                  node_grid(view, max_cells=max_cells, named_limit=named_limit))

@@ -25,11 +25,12 @@ from typing import Any
 import pytest
 
 from everynode.api.errors import ApiError
+from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE as OUT_OF_SERVICE
 from everynode.apiserver.service import ApiService
 from everynode.client.informer import NODE_NAME_INDEX, Informer, SharedInformerFactory, index_pod_by_node_name
 from everynode.client.inprocess import InProcessClient
 from everynode.clock import Clock
-from everynode.controllers.podgc import OUT_OF_SERVICE, PodGC
+from everynode.controllers.podgc import PodGC
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
 from tests.support.nodes import post_condition

@@ -74,6 +74,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, resource_version
 from everynode.api.selectors import LabelSelector, label_selector_from_dict
@@ -560,7 +561,7 @@ class DaemonSetController:
         if cur_ref is not None:
             if ds is None:
                 return
-            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            min_ready = min_ready_seconds(ds)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 # One more second against millisecond skew in AddAfter.
                 self.enqueue_after(ds, min_ready + 1)
@@ -715,7 +716,7 @@ class DaemonSetController:
     def _refresh(self, state: DaemonSetState, ds: Obj, hash_: str, now: float) -> None:
         """Re-derive status contributions and old-pod counts for dirty / time-pending nodes."""
         generation = template_generation(ds)
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         if state.hash != hash_:
             state.hash = hash_
             everything = set(state.eligibility) | set(self.pod_index.nodes(state.uid))
@@ -853,8 +854,7 @@ class DaemonSetController:
         key = state.key
         await self._manage(ds, state, hash_)
         if self.expectations.satisfied(key):
-            strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or "RollingUpdate"
-            if strategy == "RollingUpdate":
+            if update_strategy_type(ds) == ROLLING_UPDATE:
                 await self._rolling_update(ds, state, hash_)
         try:
             await self._cleanup_history(ds, state, old)
@@ -867,7 +867,7 @@ class DaemonSetController:
         state.attention = set()
         now = self.clock.now()
         surge = allows_surge(ds)
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         pending = state.pending_creates
         to_delete: list[str] = []
         requeue: float | None = None
@@ -1015,7 +1015,7 @@ class DaemonSetController:
                                conditions=conditions)
         except ApiError as e:
             raise SyncError(f"error storing status for daemon set {md.get('namespace')}/{md['name']}: {e}") from e
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         if min_ready > 0 and counts.ready != counts.available:
             self.enqueue_after(ds, min_ready)  # last line of defence against clock skew
         if recheck is not None:

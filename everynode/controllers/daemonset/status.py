@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from everynode.api.daemonset import ON_DELETE, update_strategy_type
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.client.base import Client
@@ -246,7 +247,7 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
     previous_conditions = status.get("conditions") or []
     now_text = format_rfc3339(now)
     generation = int(md.get("generation") or 0)
-    on_delete = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
+    on_delete = update_strategy_type(ds) == ON_DELETE
     recheck: float | None = None
 
     prev = _find(previous_conditions, PROGRESSING)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.daemonset import min_ready_seconds
 from everynode.controllers.daemonset.eligibility import (
     available_at,
     is_pod_available,
@@ -291,7 +292,7 @@ def plan_rolling_update(ds: Obj, *, hash_: str, node_eligibility: Mapping[str, b
     and may name nodes that no longer exist.
     """
     generation = template_generation(ds)
-    min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+    min_ready = min_ready_seconds(ds)
     index = RolloutIndex()
     for name in set(node_to_pods) | set(node_eligibility):
         index.set(name, classify_node(node_to_pods.get(name, ()), should_run=node_eligibility.get(name),
