@@ -2,8 +2,8 @@
 
 Why: the simulation (kubelet start-up delays, 10 s lease heartbeats, 5 min crash-loop back-off,
 40 s node grace periods) is made of waits.  Run on a virtual clock, an hour of cluster life
-takes as long as the work in it, and the same inputs give the same run (``everynode plan``,
-fast tests).
+takes as long as the work in it, and the same inputs give the same run (fast tests, and the
+planned ``everynode plan``).
 
 How: :class:`VirtualTimeEventLoop` is a ``SelectorEventLoop`` whose ``time()`` is a number it
 owns.  asyncio's ``_run_once`` asks the selector to wait for ``timeout`` seconds (the distance to
@@ -14,8 +14,8 @@ clock by ``timeout`` instead of sleeping.  Everything built on the loop's timers
 
 Choices and trade-offs:
 * A small subclass rather than the ``looptime`` library: that library is built around a pytest
-  plugin and patching a running loop; we need a plain runner for the CLI (``plan``) as well as
-  for tests, and the subclass is ~100 lines with no dependency.
+  plugin and patching a running loop; we need a plain runner for the CLI (the planned ``plan``) as
+  well as for tests, and the subclass is ~100 lines with no dependency.
 * Real work in threads (``run_in_executor``, ``asyncio.to_thread``) freezes virtual time: while
   such a job is in flight the loop really waits for it instead of jumping ahead, so a timer can
   never fire "before" a thread's result that it would have waited for.
@@ -209,10 +209,3 @@ def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
                 "exception": task.exception(),
                 "task": task,
             })
-
-
-class VirtualTimeEventLoopPolicy(asyncio.DefaultEventLoopPolicy):
-    """An event-loop policy handing out virtual loops (for pytest-asyncio's ``event_loop_policy``)."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        return new_virtual_loop()

@@ -9,7 +9,7 @@ table tests.
 **Node order (a deliberate choice).**  Upstream iterates a Go map, so when the budget is smaller
 than the candidate list *which* nodes are updated first is random.  We iterate node names in
 sorted (lexicographic) order, so a rollout proceeds ``node-a``, ``node-b``, … and is
-reproducible run to run and in tests; ``everynode plan`` can therefore predict it.  Counts and
+reproducible run to run and in tests; the planned ``everynode plan`` can therefore predict it.  Counts and
 budgets are unaffected by the order: only the choice among equally eligible candidates is.
 
 Both algorithms run only when ``manage`` issued nothing (expectations satisfied), and neither
