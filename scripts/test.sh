@@ -9,4 +9,5 @@ if ! command -v dig >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dnsutils >/dev/null) \
     || echo "warning: could not install dnsutils (dig)" >&2
 fi
+python -m mypy  # the type check ([tool.mypy] in pyproject.toml), before the tests
 exec python -m pytest -q -p no:cacheprovider "$@"

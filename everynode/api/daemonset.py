@@ -8,9 +8,10 @@ went through an API server (a dump, a table test).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-Obj = dict[str, Any]
+Obj = Mapping[str, Any]  # read-only: any JSON-shaped object
 
 ROLLING_UPDATE = "RollingUpdate"
 ON_DELETE = "OnDelete"

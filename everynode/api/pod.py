@@ -11,12 +11,13 @@ the same Ready transition times again and again, and RFC 3339 parsing is the cos
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from everynode.clock import parse_rfc3339
 from everynode.memo import remember
 
-Obj = dict[str, Any]
+Obj = Mapping[str, Any]  # read-only: any JSON-shaped object
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 

@@ -29,6 +29,7 @@ upstream cannot tell the two apart either (protobuf drops the empty map).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -71,7 +72,7 @@ def is_pod_terminating(pod: Obj) -> bool:
 def pod_ips(pod: Obj) -> list[str]:
     """``status.podIPs`` (``status.podIP`` alone when the list is missing)."""
     status = pod.get("status") or {}
-    ips = [p.get("ip") for p in status.get("podIPs") or () if isinstance(p, dict) and p.get("ip")]
+    ips = [str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, dict) and p.get("ip")]
     if not ips and status.get("podIP"):
         ips = [status["podIP"]]
     return ips
@@ -279,9 +280,9 @@ def build_subsets(svc: Obj, pods: Iterable[Obj]) -> tuple[list[Obj], int, int]:
     for port, states in by_port.items():
         groups.setdefault(frozenset(states.items()), []).append(port)
     subsets: list[Obj] = []
-    for states, ports in groups.items():
-        ready_addrs = sorted((addresses[k] for k, r in states if r), key=_ip_sort_key)
-        not_ready_addrs = sorted((addresses[k] for k, r in states if not r), key=_ip_sort_key)
+    for group, ports in groups.items():
+        ready_addrs = sorted((addresses[k] for k, r in group if r), key=_ip_sort_key)
+        not_ready_addrs = sorted((addresses[k] for k, r in group if not r), key=_ip_sort_key)
         subset: Obj = {}
         if ready_addrs:
             subset["addresses"] = ready_addrs
@@ -416,7 +417,7 @@ class ServiceMembership:
         ns = key.rpartition("/")[0]
         return self._by_namespace.get(ns, {}).get(key)
 
-    def services_for(self, pod: Obj) -> set[str]:
+    def services_for(self, pod: Obj) -> builtins.set[str]:
         """``GetPodServiceMemberships``."""
         md = pod.get("metadata") or {}
         services = self._by_namespace.get(md.get("namespace") or "")
@@ -425,7 +426,7 @@ class ServiceMembership:
         labels = md.get("labels") or {}
         return {key for key, sel in services.items() if selector_matches(sel, labels)}
 
-    def services_to_update(self, old: Obj, new: Obj) -> set[str]:
+    def services_to_update(self, old: Obj, new: Obj) -> builtins.set[str]:
         """``GetServicesToUpdateOnPodChange``."""
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
         if old is new or (old_rv is not None and old_rv == (new.get("metadata") or {}).get("resourceVersion")):

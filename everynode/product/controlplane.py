@@ -163,6 +163,7 @@ class ControlPlane:
         from everynode.apiserver import tls
 
         cfg = self.config
+        assert self.service is not None  # start() creates it before serving
         pki = cfg.data_dir / "pki" if not cfg.in_memory else None
         certs = tls.ensure_certs(pki, hosts=[cfg.host])
         token = self._token()

@@ -184,7 +184,7 @@ def index_pods(pods: Iterable[Obj]) -> dict[str, dict[str, list[Obj]]]:
             continue
         if ((pod.get("status") or {}).get("phase") or "") in _TERMINAL_PHASES:
             continue
-        node = target_node_or_none(pod)  # type: ignore[arg-type]
+        node = target_node_or_none(pod)
         if node is None:
             continue
         index.setdefault(owner, {}).setdefault(node, []).append(pod)
@@ -221,14 +221,14 @@ class DaemonSetView:
 def daemonset_view(ds: Obj, nodes: Sequence[Obj], pods_by_node: Mapping[str, Sequence[Obj]],
                    revision: Obj | None) -> DaemonSetView:
     """Cells for ``nodes`` (already in display order); pods on nodes not listed are ignored."""
-    placement = Placement(ds)  # type: ignore[arg-type]
+    placement = Placement(ds)
     hash_ = revision_hash(revision)
-    generation = template_generation(ds)  # type: ignore[arg-type]
+    generation = template_generation(ds)
     cells: list[tuple[str, CellState]] = []
     counts: Counter[CellState] = Counter()
     for node in nodes:
         name = _meta(node).get("name") or ""
-        should_run, _ = placement.evaluate(node)  # type: ignore[arg-type]
+        should_run, _ = placement.evaluate(node)
         state = cell_state(should_run, pods_by_node.get(name, ()), hash_=hash_, generation=generation)
         cells.append((name, state))
         counts[state] += 1

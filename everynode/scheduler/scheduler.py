@@ -361,7 +361,7 @@ class Scheduler:
     # -- binding --------------------------------------------------------------------------------
 
     async def _bind(self, pi: PodInfo, node_name: str) -> None:
-        body = {
+        body: Obj = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": pi.name, "namespace": pi.namespace, "uid": pi.uid},

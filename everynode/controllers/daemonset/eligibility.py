@@ -126,7 +126,7 @@ class Placement:
 
     __slots__ = ("template_node_name", "affinity_spec", "tolerations", "_trivial_affinity")
 
-    def __init__(self, ds: Obj) -> None:
+    def __init__(self, ds: Mapping[str, Any]) -> None:
         spec = (((ds.get("spec") or {}).get("template") or {}).get("spec")) or {}
         self.template_node_name: str = spec.get("nodeName") or ""
         self.tolerations: list[Obj] = with_daemon_tolerations(spec.get("tolerations"),
@@ -141,7 +141,7 @@ class Placement:
             del self.affinity_spec["affinity"]
         self._trivial_affinity = not self.affinity_spec["nodeSelector"] and required is None
 
-    def evaluate(self, node: Obj) -> tuple[bool, bool]:
+    def evaluate(self, node: Mapping[str, Any]) -> tuple[bool, bool]:
         """``(shouldRun, shouldContinueRunning)`` for this node (decision table §3.3)."""
         name = (node.get("metadata") or {}).get("name") or ""
         # Row 1: the template names another node.
@@ -173,7 +173,7 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
 # Pods the controller creates (CreatePodTemplate, ReplaceDaemonSetPodNodeNameNodeAffinity)
 # ---------------------------------------------------------------------------------------------
 
-def template_generation(ds: Obj) -> int | None:
+def template_generation(ds: Mapping[str, Any]) -> int | None:
     """``GetTemplateGeneration``: the deprecated annotation as an int; missing/unparsable → None."""
     text = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
     if text is None:
@@ -244,7 +244,7 @@ class TargetNodeError(ValueError):
     """``GetTargetNodeName`` failed; the message is upstream's."""
 
 
-def target_node_name(pod: Obj) -> str:
+def target_node_name(pod: Mapping[str, Any]) -> str:
     """``GetTargetNodeName``: ``spec.nodeName``, else the ``metadata.name`` matchFields pin."""
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
@@ -268,7 +268,7 @@ def target_node_name(pod: Obj) -> str:
     raise TargetNodeError(f"no node name found for pod {ref}")
 
 
-def target_node_or_none(pod: Obj) -> str | None:
+def target_node_or_none(pod: Mapping[str, Any]) -> str | None:
     try:
         return target_node_name(pod)
     except TargetNodeError:
@@ -279,7 +279,7 @@ def target_node_or_none(pod: Obj) -> str | None:
 # Pod state: updated / ready / available, and "oldest first"
 # ---------------------------------------------------------------------------------------------
 
-def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
+def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
     """``IsPodUpdated``: the pod carries the current hash, or the current template generation."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     if hash_ and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_:

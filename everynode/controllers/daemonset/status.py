@@ -274,7 +274,8 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
         progressing = _condition(PROGRESSING, "True", REASON_ON_DELETE,
                                  f'DaemonSet "{name}" uses the OnDelete strategy: {summary}; '
                                  "old pods are replaced when they are deleted.", now_text=now_text, previous=prev)
-    elif not progressed and (prev.get("reason") == REASON_STUCK or now - last_progress > progress_deadline):
+    elif not progressed and ((prev is not None and prev.get("reason") == REASON_STUCK)
+                             or now - last_progress > progress_deadline):
         progressing = _condition(PROGRESSING, "False", REASON_STUCK,
                                  f'DaemonSet "{name}" has timed out progressing: {summary}; no progress for '
                                  f"more than {int(progress_deadline)}s.", now_text=now_text, previous=prev)

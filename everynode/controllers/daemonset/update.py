@@ -138,11 +138,13 @@ def classify_node(pods: Sequence[Obj], *, should_run: bool | None, hash_: str, g
         fields["unavailable"] = True  # nothing there, or both: manage creates / deletes
     elif new_pod is not None:
         fields["unavailable"] = not new_ok
-    elif not old_ok:
-        fields["unavailable"] = True
-        fields["replace"] = _pod_name(old_pod)  # type: ignore[arg-type]
     else:
-        fields["candidate"] = _pod_name(old_pod)  # type: ignore[arg-type]
+        assert old_pod is not None  # exactly one of the two exists
+        if not old_ok:
+            fields["unavailable"] = True
+            fields["replace"] = _pod_name(old_pod)
+        else:
+            fields["candidate"] = _pod_name(old_pod)
     # maxSurge > 0
     fields["available"] = old_ok if old_pod is not None else new_ok
     if old_pod is not None:
