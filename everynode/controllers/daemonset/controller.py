@@ -77,6 +77,7 @@ from typing import Any
 from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, resource_version
+from everynode.api.pod import is_pod_ready
 from everynode.api.selectors import LabelSelector, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -91,7 +92,6 @@ from everynode.controllers.daemonset.eligibility import (
     Placement,
     allows_surge,
     daemon_pod,
-    is_pod_ready,
     is_pod_updated,
     pod_template_for,
     target_node_or_none,

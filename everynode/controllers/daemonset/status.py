@@ -46,12 +46,10 @@ from typing import Any
 from everynode.api.daemonset import ON_DELETE, update_strategy_type
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
+from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.client.base import Client
 from everynode.clock import format_rfc3339
 from everynode.controllers.daemonset.eligibility import (
-    available_at,
-    is_pod_available,
-    is_pod_ready,
     is_pod_updated,
     oldest_pod,
     update_budgets,

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.daemonset import min_ready_seconds
+from everynode.api.pod import available_at, is_pod_available
 from everynode.controllers.daemonset.eligibility import (
-    available_at,
-    is_pod_available,
     is_pod_updated,
     template_generation,
     update_budgets,
