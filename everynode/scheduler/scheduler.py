@@ -339,7 +339,6 @@ class Scheduler:
     def _schedule_one(self, key: str, pod: Obj) -> None:
         pi = PodInfo(pod)
         diag = Diagnosis(self.cache.live_count())
-        diag.cycle = prefilter(pi, self.cache) if diag.num_all_nodes else None
         node = self.find_node(pi, diag, nominated=(pod.get("status") or {}).get("nominatedNodeName") or "")
         if node is not None:
             self.cache.assume(pi, node.name)
@@ -349,12 +348,13 @@ class Scheduler:
         self._unschedulable(pi, diag)
 
     def find_node(self, pi: PodInfo, diag: Diagnosis, *, nominated: str = "") -> NodeInfo | None:
-        """The node to bind to, or None with the reasons in ``diag``."""
+        """The node to bind to, or None with the reasons in ``diag`` (and the attempt's
+        PreFilter state in ``diag.cycle``, which preemption reuses)."""
         cache = self.cache
         num_all = diag.num_all_nodes
         if num_all == 0:
             return None
-        cycle = diag.cycle
+        cycle = diag.cycle = prefilter(pi, cache)
         candidates = pi.candidates
         if candidates is not None:
             if not candidates:
@@ -409,7 +409,7 @@ class Scheduler:
     # -- binding --------------------------------------------------------------------------------
 
     async def _bind(self, pi: PodInfo, node_name: str) -> None:
-        body = {
+        body: Obj = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": pi.name, "namespace": pi.namespace, "uid": pi.uid},

@@ -171,12 +171,12 @@ def prefilter(pod: PodInfo, cache: SchedulerCache) -> SpreadState | None:
         if other.terminating:
             continue
         name = pod_node[other.key]
-        inc = eligible.get(name)
-        if inc is None:
+        included = eligible.get(name)
+        if included is None:
             continue
         labels = infos[name].labels
         for i, c in enumerate(constraints):
-            if inc[i] and pod_counts(c, ns, other):
+            if included[i] and pod_counts(c, ns, other):
                 value = labels[c.topology_key]
                 counts[i][value] += 1
     for m in counts:
