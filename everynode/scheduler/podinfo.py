@@ -71,7 +71,9 @@ class PodInfo:
         self.candidates: frozenset[str] | None = candidate_node_names(spec)
         self._affinity: NodeMatcher | None = None
         self.labels: dict[str, str] = md.get("labels") or _NO_LABELS
-        self.nonzero_milli_cpu, self.nonzero_memory = pod_nonzero_requests(spec)
+        self.nonzero_milli_cpu, self.nonzero_memory = (
+            (self.milli_cpu, self.memory) if _every_container_requests_cpu_and_memory(spec)
+            else pod_nonzero_requests(spec))
         affinity = spec.get("affinity")
         self.has_pod_affinity = bool(affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")))
         self._pod_affinity: Any = _UNSET
@@ -200,6 +202,16 @@ def _nonzero(container: Obj) -> tuple[int, int]:
     cpu = _amount(CPU, req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST
     mem = _amount(MEMORY, req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST
     return cpu, mem
+
+
+def _every_container_requests_cpu_and_memory(spec: Obj) -> bool:
+    """Then the non-zero requests equal the requests (no quantity is parsed twice)."""
+    for group in ("containers", "initContainers"):
+        for c in spec.get(group) or ():
+            req = _requests_of(c)
+            if not req or CPU not in req or MEMORY not in req:
+                return False
+    return True
 
 
 def pod_nonzero_requests(spec: Obj) -> tuple[int, int]:
