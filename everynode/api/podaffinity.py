@@ -35,6 +35,7 @@ from everynode.api.selectors import (
     NOT_IN,
     NOTHING,
     LabelSelector,
+    Requirement,
     SelectorError,
     label_selector_from_dict,
     new_requirement,
@@ -122,18 +123,26 @@ class PodAffinityTerms:
                     or self.preferred_anti)
 
 
+def _label_key_requirements(pod_labels: Mapping[str, str], keys: Iterable[str] | None,
+                            operator: str) -> list[Requirement]:
+    """``key <operator> (value)`` for every listed key the pod carries (matchLabelKeys and
+    mismatchLabelKeys); an invalid key or value is left out."""
+    out = []
+    for key in keys or ():
+        value = pod_labels.get(key)
+        if value is not None:
+            try:
+                out.append(new_requirement(key, operator, (value,)))
+            except SelectorError:
+                continue
+    return out
+
+
 def _merge_label_keys(selector: LabelSelector, pod_labels: Mapping[str, str], keys: Iterable[str] | None,
                       operator: str) -> LabelSelector:
     if not keys or selector.matches_nothing:
         return selector
-    extra = []
-    for key in keys:
-        value = pod_labels.get(key)
-        if value is not None:
-            try:
-                extra.append(new_requirement(key, operator, (value,)))
-            except SelectorError:
-                continue
+    extra = _label_key_requirements(pod_labels, keys, operator)
     if not extra:
         return selector
     present = set(selector.requirements)
@@ -257,18 +266,9 @@ def compile_spread_constraints(raw: Sequence[Mapping[str, Any]] | None, pod_labe
                 sel = label_selector_from_dict(c.get("labelSelector"))
             except SelectorError:
                 sel = NOTHING
-            keys = c.get("matchLabelKeys")
-            if keys:
-                extra = []
-                for key in keys:
-                    value = labels.get(key)
-                    if value is not None:
-                        try:
-                            extra.append(new_requirement(key, EQUALS, (value,)))
-                        except SelectorError:
-                            continue
-                if extra:
-                    sel = LabelSelector(extra) if sel.matches_nothing else sel.add(*extra)
+            extra = _label_key_requirements(labels, c.get("matchLabelKeys"), EQUALS)
+            if extra:  # upstream mergeLabelSetWithSelector: a nil selector keeps only these
+                sel = LabelSelector(extra) if sel.matches_nothing else sel.add(*extra)
         min_domains = c.get("minDomains")
         out.append(SpreadConstraint(
             int(c.get("maxSkew") or 0), c.get("topologyKey") or "", sel,
