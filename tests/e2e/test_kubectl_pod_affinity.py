@@ -1,4 +1,5 @@
-"""Required pod anti-affinity on ``kubernetes.io/hostname`` as a user sees it through kubectl 1.33.
+"""Required pod anti-affinity on ``kubernetes.io/hostname`` as a user sees it through kubectl
+(1.27 and 1.33).
 
 The article's claim "a Deployment with pod anti-affinity spreads pods too" — and its limit: one
 replica per node, the extras stay Pending with kube-scheduler's message (the control-plane node
@@ -9,11 +10,13 @@ priority).  Pods are applied directly (no Deployment controller is needed to sho
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from everynode.product.cluster import Cluster
+from tests.e2e import test_simulation_kubectl as simulation
 from tests.e2e.test_simulation_kubectl import (  # noqa: F401 - make_cluster is a fixture
     NS,
     Kubectl,
@@ -35,8 +38,13 @@ EXPECTED = ("0/4 nodes are available: 1 node(s) had untolerated taint {node-role
             "1 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod.")
 
 
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
 def test_required_anti_affinity_one_pod_per_node_extras_pending(
-        make_cluster: Callable[..., tuple[Cluster, Kubectl]]) -> None:  # noqa: F811
+        make_cluster: Callable[..., tuple[Cluster, Kubectl]], version: str,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = Path(simulation.KUBECTL).with_name(f"kubectl.{version}")
+    assert binary.exists(), binary
+    monkeypatch.setattr(simulation, "KUBECTL", str(binary))
     _, k = make_cluster(nodes=3)
     k.apply(*(pod(f"web-{i}", labels={"app": "web"}, spec={"affinity": ANTI_HOSTNAME}) for i in range(5)))
 

@@ -18,8 +18,11 @@ RS_OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "
 
 
 async def create_pod(c: Cluster, name: str, *, labels: dict[str, str] | None = None, affinity: Obj | None = None,
-                     spread: list[Obj] | None = None, owner: Obj | None = None) -> Obj:
+                     spread: list[Obj] | None = None, owner: Obj | None = None,
+                     priority_class: str | None = None) -> Obj:
     spec: Obj = {"containers": [{"name": "c", "image": "nginx"}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     if affinity:
         spec["affinity"] = affinity
     if spread:
@@ -169,6 +172,40 @@ def test_default_spreading_of_pods_behind_a_service() -> None:
             # least-allocated alone, every one to the big node.
             assert sorted((await placement(c, names)).values()) == ["big", "small1", "small2"]
             assert set((await placement(c, loose)).values()) == {"big"}
+
+    run_virtual(main())
+
+
+def test_higher_priority_pod_preempts_the_pod_its_anti_affinity_rejects() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.client.create("priorityclasses.scheduling.k8s.io", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "high"}, "value": 1000})
+            await c.node("n1")
+            await create_pod(c, "old-web", labels=WEB)
+            await eventually(lambda: _bound(c, "old-web"))
+            # Equal priority: anti-affinity keeps it out, preemption finds no victim.
+            await create_pod(c, "peer", labels={"app": "peer"}, affinity=ANTI_HOSTNAME)
+
+            async def peer_refused() -> bool:
+                cond = scheduled_condition(await c.get_pod("peer"))
+                return cond is not None and cond.get("status") == "False"
+
+            await eventually(peer_refused)
+            assert scheduled_condition(await c.get_pod("peer"))["message"] == (
+                "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. "
+                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+            # Higher priority: the pod its anti-affinity rejects is preempted, and it takes the node.
+            await create_pod(c, "vip", labels={"app": "vip"}, affinity=ANTI_HOSTNAME, priority_class="high")
+
+            async def vip_bound() -> bool:
+                return (await c.get_pod("vip"))["spec"].get("nodeName") == "n1"
+
+            await eventually(vip_bound)
+            names = {p["metadata"]["name"] for p in (await c.client.list("pods", namespace="default"))["items"]}
+            assert "old-web" not in names
+            assert any(e["reason"] == "Preempted" for e in await c.events("old-web"))
 
     run_virtual(main())
 
