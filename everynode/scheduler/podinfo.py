@@ -99,7 +99,7 @@ class PodInfo:
         if terms is _UNSET:
             terms = self._pod_affinity = (compile_pod_affinity(self.spec, self.namespace, self.labels)
                                           if self.has_pod_affinity else None)
-        return terms  # type: ignore[no-any-return]
+        return terms
 
     @property
     def spread_constraints(self) -> list[Obj]:
@@ -110,7 +110,7 @@ class PodInfo:
         """The ownerReference with ``controller: true`` (upstream ``GetControllerOf``)."""
         for ref in (self.pod.get("metadata") or {}).get("ownerReferences") or ():
             if ref.get("controller"):
-                return ref  # type: ignore[no-any-return]
+                return ref
         return None
 
 
