@@ -1,7 +1,7 @@
 """The resources everynode serves: group, version, kind, plural, scope, short names, subresources.
 
 One table drives discovery (aggregated and legacy), routing, the OpenAPI documents, storage
-keys and the client's resource names, so adding a kind is one entry here (plus its defaulting,
+keys and the client's resource names (every form kubectl takes: kind, plural, short name), so adding a kind is one entry here (plus its defaulting,
 validation and printer columns).  Values follow kube-apiserver 1.33's discovery documents.
 """
 
@@ -100,17 +100,42 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
 )
 
-_BY_KEY: dict[str, ResourceType] = {rt.key: rt for rt in RESOURCES}
+def _names(rt: ResourceType) -> list[str]:
+    """Every name kubectl accepts for ``rt``: plural, singular, short names and the kind (any
+    case), each also qualified by its group (``daemonsets.apps``) and by version and group
+    (``daemonsets.v1.apps``), as kubectl's RESTMapper resolves a resource argument."""
+    bare = [rt.plural, rt.singular, *rt.short_names, rt.kind.lower()]
+    if not rt.group:
+        return [*bare, *(f"{n}.{rt.version}" for n in bare)]
+    return [*bare, *(f"{n}.{rt.group}" for n in bare), *(f"{n}.{rt.version}.{rt.group}" for n in bare)]
+
+
+def _by_name() -> dict[str, ResourceType]:
+    """Name → resource; on a clash the earlier entry of RESOURCES wins, so the core group comes
+    first (``events``, ``ev`` and ``Event`` are the core Event, as in kubectl)."""
+    table: dict[str, ResourceType] = {rt.key: rt for rt in RESOURCES}
+    for rt in RESOURCES:
+        for name in _names(rt):
+            table.setdefault(name, rt)
+    return table
+
+
+_BY_NAME: dict[str, ResourceType] = _by_name()
 _BY_GROUP_PLURAL: dict[tuple[str, str], ResourceType] = {(rt.group, rt.plural): rt for rt in RESOURCES}
 _BY_GVK: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.kind): rt for rt in RESOURCES}
 
 
 def resource(name: str) -> ResourceType:
-    """Look a resource up by its canonical name: ``pods``, ``daemonsets.apps``, ``leases.coordination.k8s.io``."""
-    try:
-        return _BY_KEY[name]
-    except KeyError:
-        raise KeyError(f"unknown resource {name!r}") from None
+    """Look a resource up by any name kubectl takes for it: the canonical ``pods``,
+    ``daemonsets.apps``, ``leases.coordination.k8s.io``; a kind (``DaemonSet``), a singular, a
+    short name (``ds``), each optionally qualified (``ds.apps``, ``daemonsets.v1.apps``).
+
+    One dict lookup for a name as written (every call of every client goes through here); the
+    lower-cased retry only for kinds and other capitalised spellings."""
+    found = _BY_NAME.get(name) or _BY_NAME.get(name.lower())
+    if found is None:
+        raise KeyError(f"unknown resource {name!r}")
+    return found
 
 
 def by_group_plural(group: str, plural: str) -> ResourceType | None:

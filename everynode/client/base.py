@@ -5,8 +5,11 @@ same controller runs inside ``everynode up`` (in-process transport: direct calls
 API service, no encoding) and against any cluster (HTTP transport from a kubeconfig).
 
 Conventions:
-* ``resource`` is the registry's canonical name: ``pods``, ``nodes``, ``daemonsets.apps``,
-  ``controllerrevisions.apps``, ``leases.coordination.k8s.io``, ``events`` ...
+* ``resource`` is what kubectl takes: the registry's canonical name (``pods``, ``nodes``,
+  ``daemonsets.apps``, ``leases.coordination.k8s.io``, ``events`` ...), a kind (``DaemonSet``), a
+  plural or singular with or without its group (``daemonsets``) or a short name (``ds``).  Every
+  transport resolves it with :func:`resolve_resource` (one table: the api layer's registry);
+  an unknown name is the 404 the server gives for a path it does not serve.
 * ``namespace`` is ``""`` for cluster-scoped resources; in ``list``/``watch`` ``None`` means
   all namespaces.
 * Objects are plain dicts.  Objects *returned* may be shared with a cache (in-process): treat
@@ -23,7 +26,18 @@ import abc
 from collections.abc import AsyncIterator
 from typing import Any
 
+from everynode.api import errors
+from everynode.api.registry import ResourceType, resource
+
 Obj = dict[str, Any]
+
+
+def resolve_resource(name: str) -> ResourceType:
+    """The served resource a client's ``resource`` argument names (see the conventions above)."""
+    try:
+        return resource(name)
+    except KeyError:
+        raise errors.path_not_found() from None
 
 
 def delete_options(*, grace_period_seconds: int | None = None, propagation_policy: str | None = None,

@@ -33,9 +33,9 @@ import orjson
 
 from everynode.api import errors
 from everynode.api.errors import ApiError
-from everynode.api.registry import ResourceType, resource
+from everynode.api.registry import ResourceType
 from everynode.client import kubeconfig as kcfg
-from everynode.client.base import PATCH_CONTENT_TYPES, Client, Obj, delete_options
+from everynode.client.base import PATCH_CONTENT_TYPES, Client, Obj, delete_options, resolve_resource
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +117,6 @@ def _retry_after(headers: Any) -> int | None:
     if value and value.isdigit():
         return int(value)
     return None
-
-
-def _resolve(name: str) -> ResourceType:
-    try:
-        return resource(name)
-    except KeyError:
-        raise errors.path_not_found() from None
 
 
 class HttpClient(Client):
@@ -256,13 +249,13 @@ class HttpClient(Client):
     # -- Client ----------------------------------------------------------------------------------
 
     async def get(self, resource: str, name: str, *, namespace: str = "", subresource: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         return await self._request("GET", self._path(rt, namespace, name, subresource), rt=rt, name=name)
 
     async def list(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                    field_selector: str | None = None, limit: int | None = None,
                    continue_token: str | None = None, resource_version: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         params = self._list_params(label_selector, field_selector)
         if limit:
             params.append(("limit", str(limit)))
@@ -274,7 +267,7 @@ class HttpClient(Client):
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         md = obj.get("metadata") or {}
         ns = namespace or md.get("namespace") or self.namespace
         return await self._request("POST", self._path(rt, ns), rt=rt, name=md.get("name") or "",
@@ -282,7 +275,7 @@ class HttpClient(Client):
 
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         md = obj.get("metadata") or {}
         name = md.get("name") or ""
         ns = md.get("namespace") or self.namespace
@@ -292,7 +285,7 @@ class HttpClient(Client):
     async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",
                     subresource: str | None = None, field_manager: str | None = None, force: bool | None = None,
                     dry_run: bool = False) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         try:
             content_type = PATCH_CONTENT_TYPES[patch_type]
         except KeyError:
@@ -306,27 +299,27 @@ class HttpClient(Client):
     async def delete(self, resource: str, name: str, *, namespace: str = "", grace_period_seconds: int | None = None,
                      propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
                      dry_run: bool = False) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         options = delete_options(grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
                                  preconditions=preconditions, dry_run=dry_run)
         return await self._request("DELETE", self._path(rt, namespace, name), rt=rt, name=name, body=options)
 
     async def delete_collection(self, resource: str, *, namespace: str | None = None,
                                 label_selector: str | None = None, field_selector: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         return await self._request("DELETE", self._path(rt, namespace), rt=rt,
                                    params=self._list_params(label_selector, field_selector))
 
     async def create_subresource(self, resource: str, name: str, subresource: str, body: Obj, *,
                                  namespace: str = "") -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         return await self._request("POST", self._path(rt, namespace, name, subresource), rt=rt, name=name, body=body)
 
     async def watch(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                     field_selector: str | None = None, resource_version: str | None = None,
                     allow_bookmarks: bool = True, timeout_seconds: int | None = None,
                     send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         params = [("watch", "true"), *self._list_params(label_selector, field_selector)]
         if resource_version is not None:
             params.append(("resourceVersion", resource_version))

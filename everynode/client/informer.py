@@ -120,7 +120,7 @@ class Informer:
                  page_size: int = DEFAULT_PAGE_SIZE) -> None:
         rt = lookup_resource(resource)
         self.client = client
-        self.resource = resource
+        self.resource = rt.key  # canonical: "ds" and "daemonsets.apps" are one resource
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -497,7 +497,7 @@ class SharedInformerFactory:
 
     def informer(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                  field_selector: str | None = None, indexers: dict[str, IndexFunc] | None = None) -> Informer:
-        key = (resource, namespace or None, label_selector or None, field_selector or None)
+        key = (lookup_resource(resource).key, namespace or None, label_selector or None, field_selector or None)
         inf = self._informers.get(key)
         if inf is None:
             inf = Informer(self.client, resource, namespace=namespace, label_selector=label_selector,

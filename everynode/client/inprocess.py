@@ -23,18 +23,11 @@ import yaml
 from everynode.api import errors
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
-from everynode.api.registry import ResourceType, resource
+from everynode.api.registry import ResourceType
 from everynode.apiserver.service import ApiService, RequestOptions
-from everynode.client.base import Client, Obj, delete_options
+from everynode.client.base import Client, Obj, delete_options, resolve_resource
 from everynode.client.faults import FaultInjector
 from everynode.storage.base import ExpiredError
-
-
-def _resolve(name: str) -> ResourceType:
-    try:
-        return resource(name)
-    except KeyError:
-        raise errors.path_not_found() from None
 
 
 def _ns(rt: ResourceType, namespace: str | None) -> str:
@@ -86,13 +79,13 @@ class InProcessClient(Client):
     # -- reads -----------------------------------------------------------------------------------
 
     async def get(self, resource: str, name: str, *, namespace: str = "", subresource: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         return await self.service.get(rt, _ns(rt, namespace), name, subresource=subresource)
 
     async def list(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                    field_selector: str | None = None, limit: int | None = None,
                    continue_token: str | None = None, resource_version: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         ns = (namespace or None) if rt.namespaced else None
         return await self.service.list(rt, ns, label_selector=label_selector, field_selector=field_selector,
                                        limit=limit, continue_token=continue_token,
@@ -102,7 +95,7 @@ class InProcessClient(Client):
                     field_selector: str | None = None, resource_version: str | None = None,
                     allow_bookmarks: bool = True, timeout_seconds: int | None = None,
                     send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         ns = (namespace or None) if rt.namespaced else None
         try:
             events = self.service.watch(rt, ns, label_selector=label_selector, field_selector=field_selector,
@@ -132,7 +125,7 @@ class InProcessClient(Client):
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         md = obj.get("metadata") or {}
         ns = _ns(rt, namespace or md.get("namespace") or "default")
         opts = self._opts(dry_run=dry_run, field_manager=field_manager)
@@ -141,7 +134,7 @@ class InProcessClient(Client):
 
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         md = obj.get("metadata") or {}
         name = md.get("name") or ""
         ns = _ns(rt, md.get("namespace") or "default")
@@ -153,7 +146,7 @@ class InProcessClient(Client):
     async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",
                     subresource: str | None = None, field_manager: str | None = None, force: bool | None = None,
                     dry_run: bool = False) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         body = _parse_patch(patch, patch_type)
         if body is patch:
             body = self._in(patch)
@@ -166,7 +159,7 @@ class InProcessClient(Client):
     async def delete(self, resource: str, name: str, *, namespace: str = "", grace_period_seconds: int | None = None,
                      propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
                      dry_run: bool = False) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         options = delete_options(grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
                                  preconditions=preconditions, dry_run=dry_run)
         _code, body = await self._write(
@@ -176,7 +169,7 @@ class InProcessClient(Client):
 
     async def delete_collection(self, resource: str, *, namespace: str | None = None,
                                 label_selector: str | None = None, field_selector: str | None = None) -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         ns = (namespace or None) if rt.namespaced else None
         return await self._write(
             "delete_collection", rt, "",
@@ -185,7 +178,7 @@ class InProcessClient(Client):
 
     async def create_subresource(self, resource: str, name: str, subresource: str, body: Obj, *,
                                  namespace: str = "") -> Obj:
-        rt = _resolve(resource)
+        rt = resolve_resource(resource)
         _code, result = await self._write(
             "create_subresource", rt, name,
             self.service.create_subresource(rt, _ns(rt, namespace), name, subresource, self._in(body),

@@ -13,8 +13,9 @@ add/update:
   (``Cancelling deletion of Pod ns/name``).
 
 Deletion (``addConditionAndDeletePod``): event ``TaintManagerEviction`` ``Marking for deletion
-Pod ns/name``, pod condition ``DisruptionTarget=True`` (``DeletionByTaintManager``), then a
-normal (graceful) delete, up to 5 attempts.  DaemonSet pods tolerate ``not-ready`` and
+Pod ns/name``, pod condition ``DisruptionTarget=True`` (``DeletionByTaintManager``, only for the
+pod of the uid that was scheduled, as upstream's status patch carries the uid), then a normal
+(graceful) delete without preconditions, as upstream's, up to 5 attempts.  DaemonSet pods tolerate ``not-ready`` and
 ``unreachable`` forever, so node failure never evicts them, while ordinary pods (300 s from
 DefaultTolerationSeconds) go after five minutes.
 
@@ -212,8 +213,7 @@ class TaintEvictionController:
                 "lastTransitionTime": self.clock.rfc3339()}]}}
             await self.client.patch("pods", name, patch, namespace=namespace, patch_type="strategic",
                                     subresource="status")
-        try:
-            await self.client.delete("pods", name, namespace=namespace, preconditions={"uid": pod["metadata"]["uid"]})
-        except ApiError as e:
-            if e.code != 409:  # 409: the uid changed under us — that pod is not ours to delete
-                raise
+        # Upstream deletes with empty DeleteOptions: no uid or resourceVersion precondition, so a
+        # concurrent write (the kubelet, the DaemonSet controller deleting the same pod) is no
+        # conflict — the API server re-reads and deletes.
+        await self.client.delete("pods", name, namespace=namespace)

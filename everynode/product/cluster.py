@@ -8,6 +8,13 @@ One class, two ways in:
   synchronous code and pytest can use it); ``c.client`` is a blocking proxy of the same client,
   and ``c.kubeconfig`` points real kubectl or the official Python client at its HTTPS server.
 
+Beyond the client, the few things every test script needs, each in both forms (a result under
+``with``, an awaitable under ``async with``, like ``client`` itself): ``apply(source)`` —
+server-side apply of YAML text, a file, a dict or a list of dicts, like ``kubectl apply
+--server-side`` — and ``wait_for_rollout`` / ``wait_for_ready`` / ``wait_for``, kubectl's
+``rollout status`` and ``wait`` rules (``everynode.product.waiting``).  The client's resource
+argument takes what kubectl takes (``"DaemonSet"``, ``"daemonsets.apps"``, ``"ds"``).
+
 Time: real by default.  ``virtual_time=True`` runs the loop on a virtual clock that jumps to the
 next timer whenever everything is idle (``everynode.virtualtime``), so minutes of simulated pod
 start-ups pass in milliseconds; it needs the in-process client, so no HTTPS server is started.
@@ -23,8 +30,12 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from everynode.client.base import Client
 from everynode.clock import Clock
+from everynode.product import manifests, waiting
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
+from everynode.product.manifests import Source
+from everynode.product.waiting import Condition
 
 T = TypeVar("T")
 
@@ -121,6 +132,39 @@ class Cluster:
                 self._sync_client = SyncClient(self.plane.client, self._loop)
             return self._sync_client
         return self.plane.client
+
+    # -- apply and wait (a result under `with`, an awaitable under `async with`) --------------
+    def _async_client(self) -> Client:
+        if self.plane is None or self.plane.client is None:
+            raise RuntimeError("the cluster is not running")
+        return self.plane.client
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> Any:
+        if self._loop is not None:
+            return self.run(coro)
+        return coro
+
+    def apply(self, source: Source) -> Any:
+        """Server-side apply (``kubectl apply --server-side --force-conflicts``, field manager
+        ``everynode``) of YAML text, a path, a dict or a list of dicts; the objects as stored."""
+        return self._call(manifests.apply(self._async_client(), source))
+
+    def wait_for(self, resource: str, name: str, condition: Condition, *, namespace: str = "default",
+                 timeout: float = 60.0) -> Any:
+        """The object once ``condition(obj)`` is true; ``TimeoutError`` after ``timeout`` seconds
+        (simulated seconds in virtual time).  ``namespace`` is ignored for cluster-scoped kinds."""
+        return self._call(waiting.wait_for(self._async_client(), resource, name, condition,
+                                           namespace=namespace, timeout=timeout))
+
+    def wait_for_rollout(self, daemonset: str, *, namespace: str = "default", timeout: float = 60.0) -> Any:
+        """``kubectl rollout status daemonset/NAME``: every desired pod updated and available."""
+        return self.wait_for("daemonsets.apps", daemonset, waiting.rolled_out, namespace=namespace, timeout=timeout)
+
+    def wait_for_ready(self, resource: str, name: str, *, namespace: str = "default",
+                       timeout: float = 60.0) -> Any:
+        """``kubectl wait --for=condition=Ready`` for a Pod or Node; for a DaemonSet every desired
+        pod Ready."""
+        return self.wait_for(resource, name, waiting.ready, namespace=namespace, timeout=timeout)
 
     def _clock(self, loop: asyncio.AbstractEventLoop) -> Clock:
         if not self.virtual_time:

@@ -23,7 +23,7 @@ from everynode.api.errors import ApiError
 from everynode.apiserver.service import ApiService
 from everynode.client.inprocess import InProcessClient
 from everynode.clock import Clock
-from everynode.product.nodes import contract_nodes
+from everynode.product.nodes import CONTROL_PLANE_ROLE, contract_nodes
 from everynode.storage.base import Store
 from everynode.storage.private import ensure_private_dir
 
@@ -97,6 +97,11 @@ class ControlPlane:
     informers: Any = None
     recorders: list[Any] = field(default_factory=list)
     ready: bool = False
+    # Nodes stored once start-up made sure of the contract's: on a restart on the same data dir
+    # also those added since (``everynode node add``, ``kubectl apply``), so the banner counts
+    # what the cluster has, not what the flags asked for.
+    control_plane_nodes: int = 0
+    worker_nodes: int = 0
 
     @property
     def url(self) -> str | None:
@@ -202,7 +207,10 @@ class ControlPlane:
             except ApiError as e:
                 if e.code != 409:  # already there from an earlier run on this data dir
                     raise
-        say(f"nodes: {len(wanted)} ({created} created)")
+        nodes = (await self.client.list("nodes"))["items"]
+        self.control_plane_nodes = sum(CONTROL_PLANE_ROLE in (n["metadata"].get("labels") or {}) for n in nodes)
+        self.worker_nodes = len(nodes) - self.control_plane_nodes
+        say(f"nodes: {len(nodes)} ({created} created)")
 
     async def _start_components(self, say: Progress) -> None:
         from everynode.client.events import EventRecorder

@@ -40,7 +40,8 @@ async def run_up(config: ControlPlaneConfig, *, apply_files: list[Path]) -> int:
         await plane.stop()
         return 1
     kubeconfig = config.kubeconfig_path.resolve()
-    console.print(f"everynode is up: {config.control_planes} control-plane node(s), {config.nodes} worker node(s)")
+    console.print(f"everynode is up: {plane.control_plane_nodes} control-plane node(s), "
+                  f"{plane.worker_nodes} worker node(s)")
     console.print(f"API server:  {plane.url}")
     console.print(f"kubeconfig:  {kubeconfig}")
     if plane.dns_port is not None:

@@ -22,12 +22,13 @@ Special commands:
   The cluster is stopped with SIGINT at the end.
 * ``$ export NAME=value`` lines are kept and prepended to every later command (one shell session).
 * In later commands, ``-p <the README's DNS port>`` is rewritten to the DNS port actually used.
-* ``dig``: when the machine has no ``dig``, a stand-in of the same name (dnspython, a dependency
-  of everynode) answers ``dig @SERVER -p PORT NAME [TYPE] +short`` — the query still goes to
-  everynode's DNS server over UDP; only the client differs.
+* ``dig``: when the machine has no ``dig``, a stand-in of the same name (``tests/support/dig.py``:
+  dnspython, a dependency of everynode) answers ``dig @SERVER -p PORT NAME [TYPE] +short`` — the
+  query still goes to everynode's DNS server over UDP; only the client differs.
 
 Eventual consistency: read-only commands (``kubectl get``, ``kubectl describe``, ``kubectl
-explain``, ``kubectl rollout history``, ``everynode node list``) are re-run until their output
+explain``, ``kubectl rollout history``, ``everynode node list``, ``everynode status`` without
+``--watch``) are re-run until their output
 matches, for at most ``SETTLE_SECONDS`` — as a person would look again a moment later; the
 failure shows the last output.  Every other command runs exactly once; commands that wait
 (``kubectl rollout status``, ``kubectl wait``) are how the README itself waits.
@@ -70,6 +71,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dig import dig_executable
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +83,8 @@ COMMAND_TIMEOUT = 180.0
 UP_TIMEOUT = 60.0
 
 READ_ONLY = re.compile(
-    r"^(kubectl\s+(get|describe|explain)\b|kubectl\s.*\brollout\s+history\b|everynode\s+node\s+list\b)")
+    r"^(kubectl\s+(get|describe|explain)\b|kubectl\s.*\brollout\s+history\b|everynode\s+node\s+list\b"
+    r"|everynode\s+status\b(?!.*\s(-w|--watch)\b))")
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -166,32 +170,6 @@ def outputs_match(expected: list[str], actual: list[str]) -> bool:
 
 # ------------------------------------------------------------------------------------------ running
 
-DIG_STANDIN = '''#!{python}
-"""Stand-in for dig (not installed here): dig @SERVER -p PORT NAME [TYPE] +short, via dnspython."""
-import sys
-import dns.message, dns.query, dns.rdatatype
-server, port, name, rtype = "127.0.0.1", 53, None, "A"
-args = sys.argv[1:]
-while args:
-    a = args.pop(0)
-    if a.startswith("@"):
-        server = a[1:]
-    elif a == "-p":
-        port = int(args.pop(0))
-    elif a.startswith("+"):
-        if a != "+short":
-            sys.exit("dig stand-in: only +short is supported")
-    elif name is None:
-        name = a
-    else:
-        rtype = a.upper()
-reply = dns.query.udp(dns.message.make_query(name, rtype), server, port=port, timeout=5)
-for rrset in reply.answer:
-    for rdata in rrset:
-        print(rdata.to_text())
-'''
-
-
 def free_port() -> int:
     """A port free for both UDP and TCP on loopback right now."""
     for _ in range(50):
@@ -266,10 +244,7 @@ def make_session(tmp_path: Path) -> Session:
     if kubectl is None:
         pytest.fail("no kubectl on this machine (wanted /usr/lib/google-cloud-sdk/bin/kubectl.1.33)")
     (bin_dir / "kubectl").symlink_to(kubectl)
-    if shutil.which("dig") is None:
-        dig = bin_dir / "dig"
-        dig.write_text(DIG_STANDIN.format(python=sys.executable))
-        dig.chmod(0o755)
+    dig_executable(bin_dir)  # the machine's dig, or a stand-in of that name in bin_dir
     workdir = tmp_path / "work"
     workdir.mkdir()
     (workdir / "examples").symlink_to(REPO / "examples")

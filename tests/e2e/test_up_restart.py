@@ -139,3 +139,48 @@ def test_unwritable_data_dir_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stderr + result.stdout
     assert "data dir" in result.stderr and "not writable" in result.stderr
+
+
+def banner_line(proc: subprocess.Popen[bytes]) -> str:
+    assert proc.stdout is not None
+    seen: list[str] = []
+    while True:
+        line = proc.stdout.readline().decode()
+        if not line:
+            raise AssertionError("everynode up ended before its banner:\n" + "".join(seen))
+        seen.append(line)
+        if line.startswith("everynode is up:"):
+            return line.strip()
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_banner_after_a_restart_counts_the_nodes_that_persisted(tmp_path: Path) -> None:
+    from everynode.product.nodes import node_manifest
+
+    data_dir = tmp_path / "data"
+    proc = start_up(data_dir)
+    try:
+        assert banner_line(proc) == "everynode is up: 1 control-plane node(s), 2 worker node(s)"
+
+        async def add_nodes() -> None:
+            async with HttpClient.from_kubeconfig(data_dir / "kubeconfig") as client:
+                await wait_ready(client)
+                for name in ("extra-1", "extra-2", "extra-3"):
+                    await client.create("nodes", node_manifest(name))
+
+        asyncio.run(add_nodes())
+    finally:
+        stop(proc)
+    proc = start_up(data_dir)  # the same --nodes 2 as before
+    try:
+        assert banner_line(proc) == "everynode is up: 1 control-plane node(s), 5 worker node(s)"
+    finally:
+        stop(proc)

@@ -11,7 +11,9 @@ plugin as a user meets it.
   moves only while the driver waits for the cluster.
 * The ``everynode_cluster`` fixture, from the ``pytest11`` entry point, in a separate pytest
   run (``pytester.runpytest_subprocess``): a user's test applies a DaemonSet manifest with
-  kubectl and waits for it to converge.
+  kubectl and waits for it to converge — under ``-W error`` and without any configuration of
+  its own, so a warning from the plugin or from pytest-asyncio about it fails the run; a user's
+  own ``asyncio_default_fixture_loop_scope`` still wins.
 """
 
 from __future__ import annotations
@@ -234,5 +236,26 @@ def test_my_daemonset_converges(everynode_cluster, tmp_path):
 def test_pytest_plugin_fixture_in_a_users_test_run(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", daemonset=USER_MANIFEST)
     pytester.makepyfile(test_user=USER_TEST.format(kubectl=KUBECTL))
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=1)
+    assert "PytestDeprecationWarning" not in result.stdout.str() + result.stderr.str()
+    assert "warning" not in result.stdout.str().lower()
+
+
+def test_pytest_plugin_leaves_a_users_asyncio_loop_scope_alone(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = module\n")
+    pytester.makepyfile(test_scope="""
+        def test_scope(pytestconfig):
+            assert pytestconfig.getini("asyncio_default_fixture_loop_scope") == "module"
+        """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=1)
+
+
+def test_pytest_plugin_gives_the_asyncio_loop_scope_a_default(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_scope="""
+        def test_scope(pytestconfig):
+            assert pytestconfig.getini("asyncio_default_fixture_loop_scope") == "function"
+        """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "-W", "error")
     result.assert_outcomes(passed=1)

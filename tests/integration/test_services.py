@@ -10,9 +10,8 @@ The test plays the kubelet: it writes ``status.podIP`` and the Ready condition t
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import dns.asyncquery
@@ -33,6 +32,7 @@ from everynode.controllers.endpointslice import EndpointSliceController
 from everynode.controllers.garbagecollector import GarbageCollector
 from everynode.product.dns import DNSServer, Resolver
 from everynode.storage.memory import MemoryStore
+from tests.support.dig import dig_executable
 
 Obj = dict[str, Any]
 NS = "monitoring"
@@ -376,9 +376,7 @@ async def test_dns_answers_headless_and_cluster_ip_services(dns_cluster: tuple[C
     assert _answer_ips(tcp) == ["10.244.1.5", "10.244.2.5", "10.244.3.5"]
 
 
-@pytest.mark.skipif(shutil.which("dig") is None and not os.environ.get("CI"),
-                    reason="dig (Debian package dnsutils) is not installed; .ci/run installs it, so CI never skips")
-async def test_dig_resolves_the_headless_service(dns_cluster: tuple[Cluster, DNSServer]) -> None:
+async def test_dig_resolves_the_headless_service(dns_cluster: tuple[Cluster, DNSServer], tmp_path: Path) -> None:
     cluster, server = dns_cluster
     await cluster.create_service("node-exporter", headless=True)
     await cluster.create_pod("ne-1", ip="10.244.1.5", ready=True)
@@ -386,7 +384,7 @@ async def test_dig_resolves_the_headless_service(dns_cluster: tuple[Cluster, DNS
 
     async def dig() -> str | None:
         proc = await asyncio.create_subprocess_exec(
-            "dig", "@127.0.0.1", "-p", str(server.port), name, "+short",
+            dig_executable(tmp_path / "bin"), "@127.0.0.1", "-p", str(server.port), name, "+short",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, _ = await proc.communicate()
         text = out.decode().strip()

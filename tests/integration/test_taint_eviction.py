@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from everynode.api.errors import ApiError
@@ -12,8 +13,10 @@ from everynode.apiserver.service import ApiService
 from everynode.client.informer import SharedInformerFactory
 from everynode.client.inprocess import InProcessClient
 from everynode.controllers.tainteviction import TaintEvictionController
+from everynode.product.cluster import Cluster
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support.waiting import wait_until
 
 Obj = dict[str, Any]
 NS = "default"
@@ -135,3 +138,27 @@ def test_pod_bound_to_an_already_tainted_node_is_evicted() -> None:
         assert await pod_state(client, "late") is None
 
     run(scenario)
+
+
+def test_daemonset_pod_evicted_by_a_noexecute_taint_without_failed_delete(tmp_path: Path) -> None:
+    """The whole control plane on SQLite (as `everynode up` runs it): the taint eviction
+    controller and the DaemonSet controller both delete the pod that a new NoExecute taint
+    drives off its node, while the eviction's status patch lands.  Neither delete carries a
+    precondition (upstream's taint_eviction.go and pod control), so neither is a conflict: the
+    pod goes, with ``TaintManagerEviction`` and no ``FailedDelete`` Warning."""
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": NS},
+          "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                   "template": {"metadata": {"labels": {"app": "agent"}},
+                                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]}}}}
+    with Cluster(nodes=2, control_planes=0, pod_startup=0.05, data_dir=tmp_path) as cluster:
+        cluster.apply(ds)
+        cluster.wait_for_rollout("agent", namespace=NS, timeout=30)
+        cluster.client.patch("nodes", "worker-1", {"spec": {"taints": [TAINT]}})
+
+        def on_worker_1() -> list[Obj]:
+            return cluster.client.list("pods", namespace=NS, field_selector="spec.nodeName=worker-1")["items"]
+
+        wait_until(lambda: not on_worker_1(), what="the pod on worker-1 deleted", timeout=30)
+        reasons = [(e["reason"], e["message"]) for e in cluster.client.list("events", namespace=NS)["items"]]
+        assert any(r == "TaintManagerEviction" for r, _ in reasons), reasons
+        assert not [m for r, m in reasons if r == "FailedDelete"], reasons

@@ -77,6 +77,7 @@ SubresourceCreator = Callable[[str, str, Obj, RequestOptions], Awaitable[None]]
 """A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 
 GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
+DELETE_CONFLICT_RETRIES = 16  # a delete re-reads after a concurrent write (GuaranteedUpdate retries)
 PATCH_ATTEMPTS = 5  # a patch re-reads and re-applies after a concurrent write (GuaranteedUpdate)
 
 
@@ -414,12 +415,22 @@ class ResourceStore:
         self.check_subresource(None, "delete")
         options = delete_options(options, opts)
         ns = namespace if rt.namespaced else ""
-        obj = store.get(rt.key, ns, name)
-        if obj is None:
-            raise errors.not_found(rt.plural, rt.group, name)
-        self.ctx.admission.check_delete(rt, name)
-        check_preconditions(rt, obj, options)
-        result = await self._delete(obj, options, opts)
+        # Upstream's Store.Delete writes through GuaranteedUpdate: a concurrent write is not the
+        # caller's conflict — it re-reads and tries again, checking the caller's preconditions
+        # against each fresh object.  Only a precondition that no longer holds is a 409.
+        for _attempt in range(DELETE_CONFLICT_RETRIES):
+            obj = store.get(rt.key, ns, name)
+            if obj is None:
+                raise errors.not_found(rt.plural, rt.group, name)
+            self.ctx.admission.check_delete(rt, name)
+            check_preconditions(rt, obj, options)
+            try:
+                result = await self._delete(obj, options, opts)
+                break
+            except ConflictError:
+                await asyncio.sleep(0)
+        else:
+            raise errors.stale(rt.plural, rt.group, name)
         code = 200
         if options.get("orphanDependents") is False and result.get("kind") != "Status" and \
                 store.get(rt.key, ns, name) is not None:
@@ -427,7 +438,8 @@ class ResourceStore:
         return code, result
 
     async def _delete(self, obj: Obj, options: Obj, opts: RequestOptions) -> Obj:
-        """The resource's deletion of ``obj`` (checked and existing); namespaces override it."""
+        """The resource's deletion of ``obj`` (checked and existing); namespaces override it.
+        A ConflictError (the object changed since it was read) makes :meth:`delete` re-read and retry."""
         return await self._delete_object(obj, options, opts)
 
     async def _delete_object(self, obj: Obj, options: Obj, opts: RequestOptions) -> Obj:
@@ -486,7 +498,7 @@ class ResourceStore:
                 try:
                     return await ctx.store.update(rt.key, new, expected_rv=apimeta.resource_version(obj))
                 except ConflictError:
-                    raise errors.stale(rt.plural, rt.group, name) from None
+                    raise  # delete() re-reads and retries
                 except NotFoundError:
                     raise errors.not_found(rt.plural, rt.group, name) from None
         if opts.dry_run:
@@ -496,8 +508,6 @@ class ResourceStore:
                                              expected_uid=md.get("uid"))
         except NotFoundError:
             raise errors.not_found(rt.plural, rt.group, name) from None
-        except ConflictError:
-            raise errors.stale(rt.plural, rt.group, name) from None
         strategy.after_delete(deleted)
         return self.deleted_answer(deleted)
 

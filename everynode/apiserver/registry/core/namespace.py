@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.registry import ResourceType
@@ -111,7 +110,7 @@ class NamespaceStore(ResourceStore):
             try:
                 return await self.ctx.store.update(self.rt.key, new, expected_rv=apimeta.resource_version(ns_obj))
             except ConflictError:
-                raise errors.stale("namespaces", "", md["name"]) from None
+                raise  # delete() re-reads and retries
         if (ns_obj.get("spec") or {}).get("finalizers"):
             return ns_obj  # the namespace controller finishes; deletion follows its finalize
         return await self._delete_object(ns_obj, options, opts)
