@@ -48,7 +48,7 @@ TLS_HANDSHAKE_RECORD = 0x16
 log = logging.getLogger(__name__)
 
 
-class MalformedRequestLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+class MalformedRequestLog(logging.LoggerAdapter):
     """aiohttp's server logger: "Error handling request" (a request that could not be parsed)
     becomes one short, rate-limited line; everything else passes through."""
 
@@ -183,7 +183,12 @@ async def _readable(conn: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
     fd = conn.fileno()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await ready
     finally:

@@ -118,7 +118,8 @@ def _int_or_percent(_ctx: click.Context, _param: click.Parameter, value: str) ->
 
 
 @main.command()
-@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule", "plan"]))
+@click.argument("scenario", type=click.Choice(["converge", "rollout", "churn", "sync", "api", "schedule", "plan",
+                                                    "why"]))
 @click.option("--nodes", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Simulated nodes (for `api`: the number of pods listed).")
 @click.option("--transport", type=click.Choice(["inprocess", "http"]), default="inprocess", show_default=True,
@@ -127,7 +128,7 @@ def _int_or_percent(_ctx: click.Context, _param: click.Parameter, value: str) ->
               help="`plan`: the rollout's maxUnavailable (an integer or a percentage such as 10%).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result line.")
 def bench(scenario: str, nodes: int, transport: str, max_unavailable: int | str, as_json: bool) -> None:
-    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule, plan)."""
+    """Run a benchmark scenario (converge, rollout, churn, sync, api, schedule, plan, why)."""
     import orjson
 
     from everynode.product.bench import run_scenario
@@ -154,11 +155,13 @@ def version() -> None:
 
 from everynode.product.commands_node import node_group  # noqa: E402
 from everynode.product.commands_status import status  # noqa: E402
+from everynode.product.commands_why import why  # noqa: E402
 from everynode.product.controller_cmd import controller_command  # noqa: E402
 
 main.add_command(node_group)
 main.add_command(status)
 main.add_command(controller_command)
+main.add_command(why)
 
 
 if __name__ == "__main__":  # pragma: no cover

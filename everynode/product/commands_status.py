@@ -1,7 +1,10 @@
 """`everynode status [--watch]`: the DaemonSets and their node grid, once or live.
 
 One-shot: four lists (DaemonSets, ControllerRevisions, Pods — in the namespace, or all — and
-Nodes), one frame printed.
+Nodes), one frame printed.  Beside every cell that is not ready or not there the frame shows the
+reason `everynode why` gives (computed from the same four lists; events are not read, so a
+pending pod's reason comes from the scheduler's filters rather than its last FailedScheduling
+event); ``--why`` adds the per-node table of `everynode why` for each DaemonSet.
 
 ``--watch``: the same four resources held in informers (one list, then watch streams), and a
 frame redrawn whenever an event arrives — never by polling the API.  Frames are throttled to one
@@ -52,21 +55,23 @@ async def fetch(client: Client, namespace: str | None) -> dict[str, list[dict[st
     return {r: list(lst.get("items") or ()) for r, lst in zip(RESOURCES, lists, strict=True)}
 
 
-def frame(objects: dict[str, list[dict[str, Any]]], *, namespace: str | None, now: float) -> RenderableType:
+def frame(objects: dict[str, list[dict[str, Any]]], *, namespace: str | None, now: float,
+          why: bool = False) -> RenderableType:
     from everynode.product.status import render_status
 
     return render_status(objects["daemonsets.apps"], objects["nodes"], objects["pods"],
-                         objects["controllerrevisions.apps"], now=now, namespace=namespace)
+                         objects["controllerrevisions.apps"], now=now, namespace=namespace, why=why)
 
 
-async def show_once(client: Client, namespace: str | None, console: Console) -> int:
+async def show_once(client: Client, namespace: str | None, console: Console, *, why: bool = False) -> int:
     from everynode.clock import Clock
 
-    console.print(frame(await fetch(client, namespace), namespace=namespace, now=Clock().now()))
+    console.print(frame(await fetch(client, namespace), namespace=namespace, now=Clock().now(), why=why))
     return 0
 
 
-async def watch(client: Client, namespace: str | None, console: Console, *, interval: float) -> int:
+async def watch(client: Client, namespace: str | None, console: Console, *, interval: float,
+                why: bool = False) -> int:
     from rich.live import Live
 
     from everynode.client.informer import Informer
@@ -100,10 +105,10 @@ async def watch(client: Client, namespace: str | None, console: Console, *, inte
 
     def draw() -> RenderableType:
         objects = {r: inf.list() for r, inf in informers.items()}
-        return frame(objects, namespace=namespace, now=clock.now())
+        return frame(objects, namespace=namespace, now=clock.now(), why=why)
 
     async def wait_for_change(timeout: float | None) -> None:
-        waiters = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -113,7 +118,8 @@ async def watch(client: Client, namespace: str | None, console: Console, *, inte
     try:
         synced = asyncio.gather(*(inf.wait_synced() for inf in informers.values()))
         stopper = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([synced, stopper], return_when=asyncio.FIRST_COMPLETED)
+        pending: list[asyncio.Future[Any]] = [synced, stopper]
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
         if stop.is_set():
             synced.cancel()
@@ -156,10 +162,12 @@ async def watch(client: Client, namespace: str | None, console: Console, *, inte
 @click.option("--all-namespaces", "-A", is_flag=True, help="DaemonSets of all namespaces.")
 @click.option("--interval", type=click.FloatRange(min=0.02), default=0.1, show_default=True,
               help="With --watch: minimum seconds between frames.")
+@click.option("--why", "why", is_flag=True, help="Also the per-node table of `everynode why` for each DaemonSet.")
 @kubeconfig_option
-def status(watch_mode: bool, namespace: str | None, all_namespaces: bool, interval: float,
+def status(watch_mode: bool, namespace: str | None, all_namespaces: bool, interval: float, why: bool,
            kubeconfig: Path | None) -> None:
-    """The DaemonSets (as kubectl lists them), one cell per node for each, and rollout progress."""
+    """The DaemonSets (as kubectl lists them), one cell per node for each, and rollout progress;
+    beside every cell that is not ready or not there, the reason (as `everynode why` gives it)."""
     if namespace and all_namespaces:
         raise click.UsageError("--namespace and --all-namespaces are mutually exclusive")
     console = stdout_console()
@@ -167,7 +175,7 @@ def status(watch_mode: bool, namespace: str | None, all_namespaces: bool, interv
     async def run(client: Client) -> int:
         ns = None if all_namespaces else (namespace or getattr(client, "namespace", None) or "default")
         if watch_mode:
-            return await watch(client, ns, console, interval=interval)
-        return await show_once(client, ns, console)
+            return await watch(client, ns, console, interval=interval, why=why)
+        return await show_once(client, ns, console, why=why)
 
     run_with_client(kubeconfig, run, interrupted_code=0 if watch_mode else 130)

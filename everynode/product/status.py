@@ -21,6 +21,11 @@ Choices:
 * **Large clusters stay readable.**  Cells are grouped by ten and wrap at the console width;
   beyond ``max_cells`` nodes (500) the rest is summarised as counts.  With few nodes
   (``named_limit``) each cell carries its node's name.
+* **Why, beside the cell.**  Every cell that is not ready or not there (updated but not ready,
+  missing, and old cells the rollout is holding) gets its one-line reason from
+  :func:`everynode.product.why.explain` — the same answer `everynode why` gives — under the
+  grid, at most ``REASON_LINES`` of them per DaemonSet (the rest counted); ``why=True``
+  (``everynode status --why``) adds the whole per-node table of `everynode why`.
 * **Rollout line** per DaemonSet in ``kubectl rollout status`` words (``rollout_status.go``,
   ``DaemonSetStatusViewer``), computed from the same status fields kubectl reads.
 
@@ -42,16 +47,19 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
+from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
 from everynode.controllers.daemonset.eligibility import (
     CONTROLLER_REVISION_HASH_LABEL,
     Placement,
-    is_pod_ready,
     is_pod_updated,
     target_node_or_none,
     template_generation,
 )
+from everynode.product.clusterdump import ClusterObjects
+from everynode.product.why import Explanation, explain
 
 Obj = Mapping[str, Any]
 
@@ -59,6 +67,8 @@ DAEMONSETS = "daemonsets.apps"
 MAX_CELLS = 500
 NAMED_LIMIT = 16
 GROUP_SIZE = 10
+REASON_LINES = 10
+_REASON_STATES = frozenset({"updated-not-ready", "missing", "old"})
 
 
 class CellState(enum.Enum):
@@ -183,7 +193,7 @@ def index_pods(pods: Iterable[Obj]) -> dict[str, dict[str, list[Obj]]]:
             continue
         if ((pod.get("status") or {}).get("phase") or "") in _TERMINAL_PHASES:
             continue
-        node = target_node_or_none(pod)  # type: ignore[arg-type]
+        node = target_node_or_none(pod)
         if node is None:
             continue
         index.setdefault(owner, {}).setdefault(node, []).append(pod)
@@ -211,6 +221,7 @@ class DaemonSetView:
     revision: Obj | None
     cells: list[tuple[str, CellState]]
     counts: Counter[CellState] = field(default_factory=Counter)
+    explanation: Explanation | None = None  # `everynode why` for this DaemonSet, when asked for
 
     @property
     def revision_number(self) -> int | None:
@@ -220,14 +231,14 @@ class DaemonSetView:
 def daemonset_view(ds: Obj, nodes: Sequence[Obj], pods_by_node: Mapping[str, Sequence[Obj]],
                    revision: Obj | None) -> DaemonSetView:
     """Cells for ``nodes`` (already in display order); pods on nodes not listed are ignored."""
-    placement = Placement(ds)  # type: ignore[arg-type]
+    placement = Placement(ds)
     hash_ = revision_hash(revision)
-    generation = template_generation(ds)  # type: ignore[arg-type]
+    generation = template_generation(ds)
     cells: list[tuple[str, CellState]] = []
     counts: Counter[CellState] = Counter()
     for node in nodes:
         name = _meta(node).get("name") or ""
-        should_run, _ = placement.evaluate(node)  # type: ignore[arg-type]
+        should_run, _ = placement.evaluate(node)
         state = cell_state(should_run, pods_by_node.get(name, ()), hash_=hash_, generation=generation)
         cells.append((name, state))
         counts[state] += 1
@@ -235,13 +246,43 @@ def daemonset_view(ds: Obj, nodes: Sequence[Obj], pods_by_node: Mapping[str, Seq
 
 
 def build_views(daemonsets: Iterable[Obj], nodes: Iterable[Obj], pods: Iterable[Obj],
-                revisions: Iterable[Obj]) -> list[DaemonSetView]:
+                revisions: Iterable[Obj], *, explain_at: float | None = None) -> list[DaemonSetView]:
+    """The views in display order; with ``explain_at`` (now), each with its `why` explanation."""
+    nodes, pods, revisions = list(nodes), list(pods), list(revisions)
     ordered_nodes = sorted(nodes, key=lambda n: natural_key(_meta(n).get("name") or ""))
     by_owner = index_pods(pods)
     newest = index_revisions(revisions)
     ordered_ds = sorted(daemonsets, key=lambda d: (_meta(d).get("namespace") or "", _meta(d).get("name") or ""))
-    return [daemonset_view(ds, ordered_nodes, by_owner.get(_uid(ds), {}), newest.get(_uid(ds)))
-            for ds in ordered_ds]
+    views = [daemonset_view(ds, ordered_nodes, by_owner.get(_uid(ds), {}), newest.get(_uid(ds)))
+             for ds in ordered_ds]
+    if explain_at is not None:
+        node_dicts, pod_dicts, revision_dicts = [dict(n) for n in nodes], [dict(p) for p in pods], [dict(r) for r in revisions]
+        for view in views:
+            objects = ClusterObjects(nodes=node_dicts, pods=pod_dicts, daemonsets=[dict(view.daemonset)],
+                                     controllerrevisions=revision_dicts)
+            view.explanation = explain(dict(view.daemonset), objects, now=explain_at)
+    return views
+
+
+def reason_lines(view: DaemonSetView, *, limit: int = REASON_LINES) -> list[Text]:
+    """One line per cell that is not ready or not there: its glyph, node and `why`'s reason."""
+    if view.explanation is None:
+        return []
+    verdicts = {nv.node: nv for nv in view.explanation.nodes}
+    wanted = []
+    for name, state in view.cells:
+        nv = verdicts.get(name)
+        if nv is None or state.value not in _REASON_STATES or nv.verdict == "ok":
+            continue
+        if state is CellState.OLD and not nv.reasons:
+            continue  # an old pod the rollout replaces next: nothing to explain
+        wanted.append((name, state, nv.line))
+    lines = [Text.assemble((GLYPHS[state], STYLES[state]), f" {name}  ", (line, "dim"))
+             for name, state, line in wanted[:limit]]
+    if len(wanted) > limit:
+        lines.append(Text(f"… {len(wanted) - limit:,} more (everynode why "
+                          f"{_meta(view.daemonset).get('name', '')})", style="dim"))
+    return lines
 
 
 # ------------------------------------------------------------------------------------------ rollout
@@ -250,11 +291,9 @@ def rollout_message(ds: Obj) -> tuple[str, bool]:
     """``kubectl rollout status`` for a DaemonSet: ``(message, done)``.
 
     OnDelete DaemonSets get kubectl's error text (kubectl prints it as an error and stops)."""
-    spec = ds.get("spec") or {}
     status = ds.get("status") or {}
     name = _meta(ds).get("name") or ""
-    strategy = (spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         return "rollout status is only available for RollingUpdate strategy type", True
     generation = int(_meta(ds).get("generation") or 0)
     observed = int(status.get("observedGeneration") or 0)
@@ -358,12 +397,11 @@ def daemonset_section(view: DaemonSetView, *, all_namespaces: bool = False, max_
     header.append("  ")
     header.append_text(counts_text(view.counts))
     message, done = rollout_message(ds)
-    strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or "RollingUpdate"
     style = ROLLOUT_DONE_STYLE if done else ROLLOUT_WAITING_STYLE
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         style = ROLLOUT_UNAVAILABLE_STYLE
     return Group(header, Text(message, style=style),
-                 node_grid(view, max_cells=max_cells, named_limit=named_limit))
+                 node_grid(view, max_cells=max_cells, named_limit=named_limit), *reason_lines(view))
 
 
 def no_resources_text(namespace: str | None) -> Text:
@@ -375,16 +413,24 @@ def no_resources_text(namespace: str | None) -> Text:
 
 def render_status(daemonsets: Iterable[Obj], nodes: Iterable[Obj], pods: Iterable[Obj],
                   revisions: Iterable[Obj] = (), *, now: float, namespace: str | None = "default",
-                  max_cells: int = MAX_CELLS, named_limit: int = NAMED_LIMIT) -> Group:
-    """The whole status view.  ``namespace=None`` means all namespaces (a NAMESPACE column)."""
+                  max_cells: int = MAX_CELLS, named_limit: int = NAMED_LIMIT, reasons: bool = True,
+                  why: bool = False) -> Group:
+    """The whole status view.  ``namespace=None`` means all namespaces (a NAMESPACE column);
+    ``reasons``: the one-line reason under each cell that is not ready or not there; ``why``: the
+    per-node table of `everynode why` after each DaemonSet."""
     daemonsets = list(daemonsets)
     if not daemonsets:
         return Group(no_resources_text(namespace))
     all_namespaces = namespace is None
     parts: list[RenderableType] = [daemonset_table(daemonsets, now=now, all_namespaces=all_namespaces), Text("")]
-    for view in build_views(daemonsets, nodes, pods, revisions):
+    for view in build_views(daemonsets, nodes, pods, revisions, explain_at=now if reasons or why else None):
         parts.append(daemonset_section(view, all_namespaces=all_namespaces, max_cells=max_cells,
                                        named_limit=named_limit))
+        if why and view.explanation is not None:
+            from everynode.product.why_render import node_table  # it imports this module
+
+            parts.append(Text(view.explanation.summary.message))
+            parts.append(node_table(view.explanation))
         parts.append(Text(""))
     parts.append(legend())
     return Group(*parts)
@@ -409,6 +455,7 @@ __all__ = [
     "legend",
     "natural_key",
     "node_grid",
+    "reason_lines",
     "render_status",
     "revision_hash",
     "rollout_message",

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from everynode.api.node import TAINT_NODE_UNSCHEDULABLE
 from everynode.api.scheduling import find_untolerated_taint
 from everynode.scheduler.nodeinfo import NodeInfo
 from everynode.scheduler.podinfo import PodInfo
@@ -43,8 +44,7 @@ PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
 PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 PREEMPTION_TERMINATING_VICTIM = "not eligible due to a terminating pod on the nominated node."
-
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT_KEY = TAINT_NODE_UNSCHEDULABLE  # the old name, kept for callers
 
 
 class Status:
@@ -73,7 +73,7 @@ _NODE_AFFINITY = Status(REASON_NODE_AFFINITY, unresolvable=True)
 _NODE_PORTS = Status(REASON_NODE_PORTS)
 PIN_EXCLUDED = Status(REASON_PIN_EXCLUDED, unresolvable=True)
 
-_UNSCHEDULABLE_TAINT = {"key": UNSCHEDULABLE_TAINT_KEY, "effect": "NoSchedule"}
+_UNSCHEDULABLE_TAINT = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": "NoSchedule"}
 
 
 def node_name_filter(pod: PodInfo, node: NodeInfo) -> Status | None:

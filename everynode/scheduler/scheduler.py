@@ -283,12 +283,6 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def schedule_once(self, key: str) -> None:
-        """Schedule one pending pod now (tests and diagnostics)."""
-        pod = self._pending.get(key)
-        if pod is not None:
-            self._schedule_one(key, pod)
-
     def _schedule_one(self, key: str, pod: Obj) -> None:
         pi = PodInfo(pod)
         diag = Diagnosis(self.cache.live_count())
@@ -367,7 +361,7 @@ class Scheduler:
     # -- binding --------------------------------------------------------------------------------
 
     async def _bind(self, pi: PodInfo, node_name: str) -> None:
-        body = {
+        body: Obj = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": pi.name, "namespace": pi.namespace, "uid": pi.uid},

@@ -37,7 +37,7 @@ from everynode.api.names import (
     is_valid_port_num,
     name_is_dns_subdomain,
 )
-from everynode.api.quantity import parse_quantity
+from everynode.api.quantity import parse_quantity_value
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
     as_dict,
@@ -100,20 +100,6 @@ _EXTRA_SOURCE_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
 
 
 # --- quantities ---------------------------------------------------------------------------------
-
-def parse_quantity_value(value: Any) -> Fraction | None:
-    """Upstream ``resource.ParseQuantity`` semantics (value only); ``None`` if malformed."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        value = str(value)
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_quantity(value)
-    except ValueError:
-        return None
-
 
 def _quantity_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
@@ -487,7 +473,8 @@ def validate_resource_requirements(resources: Any, path: str) -> list[FieldError
     return errs
 
 
-def _validate_port_num_or_name(port: Any, path: str) -> list[FieldError]:
+def validate_port_num_or_name(port: Any, path: str) -> list[FieldError]:
+    """An int-or-string port (``validatePortNumOrName``): a port number or an IANA port name."""
     if isinstance(port, int) and not isinstance(port, bool):
         return [field.invalid(path, port, m) for m in is_valid_port_num(port)]
     if isinstance(port, str):
@@ -519,7 +506,7 @@ def _validate_handler(handler: Obj, path: str, *, allow_sleep: bool, allow_grpc:
         elif kind == "httpGet":
             if not as_str(action.get("path")):
                 errs.append(field.required(child(kind_path, "path")))
-            errs.extend(_validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
             scheme = as_str(action.get("scheme"))
             if scheme not in HTTP_SCHEMES:
                 errs.append(field.not_supported(child(kind_path, "scheme"), scheme, HTTP_SCHEMES))
@@ -528,9 +515,9 @@ def _validate_handler(handler: Obj, path: str, *, allow_sleep: bool, allow_grpc:
                 errs.extend(field.invalid(child(kind_path, "httpHeaders"), header_name, m)
                             for m in is_http_header_name(header_name))
         elif kind == "tcpSocket":
-            errs.extend(_validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
         elif kind == "grpc":
-            errs.extend(_validate_port_num_or_name(as_int(action.get("port")), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(as_int(action.get("port")), child(kind_path, "port")))
         elif kind == "sleep":
             seconds = as_int(action.get("seconds"))
             if isinstance(grace_period, int) and not 0 <= seconds <= grace_period:
