@@ -108,6 +108,32 @@ def test_unknown_fields_skipping_stored_subtrees_reports_the_same_paths(api_vers
     assert unknown_fields(api_version, kind, obj, known=known) == unknown_fields(api_version, kind, obj)
 
 
+def test_type_check_memo_remembers_clean_subtrees_only():
+    """A subtree walked clean is looked up by content; a bad one is reported on every write, and a
+    subtree walked after the problem bound was reached is not remembered as clean."""
+    from everynode.api import typecheck
+
+    typecheck._CLEAN.clear()
+    clean = _pod()
+    assert not typecheck.check_object("v1", "Pod", clean)
+    assert typecheck._CLEAN, "the clean spec, metadata and status subtrees are remembered"
+    bad = _edit(_pod(), "spec", "terminationGracePeriodSeconds", value="30")
+    for _ in range(2):
+        found = typecheck.check_object("v1", "Pod", deep_copy(bad))
+        assert [p.go_path for p in found.problems] == ["spec.terminationGracePeriodSeconds"]
+    # Equal content at another schema position is a different entry (the node is in the key).
+    labels = {"a": "b"}
+    typecheck.check_object("v1", "Pod", {"metadata": {"labels": labels}})
+    assert typecheck.check_object("v1", "Pod", {"spec": {"nodeSelector": labels}}).problems == []
+    # Past MAX_PROBLEMS nothing more is reported: such walks must not be remembered as clean.
+    typecheck._CLEAN.clear()
+    many = {"spec": {"containers": [{"name": f"c{i}", "image": 1} for i in range(typecheck.MAX_PROBLEMS)],
+                     "tolerations": [{"key": 1}]}}
+    assert len(typecheck.check_object("v1", "Pod", many).problems) == typecheck.MAX_PROBLEMS
+    alone = {"spec": {"tolerations": [{"key": 1}]}}
+    assert [p.go_path for p in typecheck.check_object("v1", "Pod", alone).problems] == ["spec.tolerations.key"]
+
+
 # --------------------------------------------------------------------------- managedFields
 
 def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
