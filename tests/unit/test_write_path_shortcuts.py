@@ -236,6 +236,22 @@ def test_unchanged_field_set_keeps_the_stored_entry_and_only_moves_its_time():
     assert again["metadata"]["managedFields"][0] is entry  # same second: the stored entry itself
 
 
+@pytest.mark.parametrize("obj", [_pod(), _lease(), _edit(_pod(), "spec", "tolerations", value=[1, True, 1.0]),
+                                 _edit(_pod(), "metadata", "labels", value={})])
+def test_collect_memo_gives_the_members_of_the_walk(obj, monkeypatch):
+    from everynode.apiserver.patch import apply
+
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    apply._COLLECTED.clear()
+    monkeypatch.setattr(apply, "COLLECT_MEMO_DEPTH", 0)
+    walked = field_set(obj, api_version=api_version, kind=kind)
+    monkeypatch.setattr(apply, "COLLECT_MEMO_DEPTH", 2)
+    first = field_set(obj, api_version=api_version, kind=kind)
+    assert apply._COLLECTED
+    again = field_set(deep_copy(obj), api_version=api_version, kind=kind)  # memo hits
+    assert first == walked == again
+
+
 KEY_ELEMENT_CASES = [
     ({"name": "c"}, ("name",)),
     ({"containerPort": 80}, ("containerPort", "protocol")),  # protocol defaulted to TCP
