@@ -252,6 +252,43 @@ def test_collect_memo_gives_the_members_of_the_walk(obj, monkeypatch):
     assert first == walked == again
 
 
+def _pinned_spec(node: str, **extra: Any) -> dict[str, Any]:
+    from everynode.api.defaults import apply_defaults
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "nginx"}], "affinity": {"nodeAffinity": {
+               "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}, **extra}}
+    apply_defaults("pods", pod)
+    return pod["spec"]
+
+
+SPEC_MEMO_CASES = [
+    ("valid", _pinned_spec("n1")),
+    ("bad node name", _pinned_spec("n1", nodeName="Not_A_Name")),
+    ("bad affinity operator", _edit(_pinned_spec("n2"), "affinity", "nodeAffinity",
+                                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                                    value=[{"matchFields": [{"key": "metadata.name", "operator": "Gt",
+                                                             "values": ["x"]}]}])),
+    ("bad affinity and node name", _edit(_pinned_spec("n3", nodeName="-"), "affinity", value={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})),
+    ("bad template field", _edit(_pinned_spec("n4"), "restartPolicy", value="Sometimes")),
+]
+
+
+@pytest.mark.parametrize("spec", [c[1] for c in SPEC_MEMO_CASES], ids=[c[0] for c in SPEC_MEMO_CASES])
+@pytest.mark.parametrize("resource_is_pod", [True, False])
+def test_pod_spec_memo_reports_what_the_full_check_reports(spec, resource_is_pod):
+    from everynode.api.validation import pod
+
+    pod._VALID_SPECS.clear()
+    assert pod.validate_pod_spec(_pinned_spec("n0"), "spec", resource_is_pod=resource_is_pod) == []
+    assert pod._VALID_SPECS  # the template part is remembered
+    full = pod._validate_pod_spec(spec, "spec", resource_is_pod=resource_is_pod)
+    assert pod.validate_pod_spec(spec, "spec", resource_is_pod=resource_is_pod) == full
+    assert pod.validate_pod_spec(deep_copy(spec), "spec", resource_is_pod=resource_is_pod) == full
+
+
 KEY_ELEMENT_CASES = [
     ({"name": "c"}, ("name",)),
     ({"containerPort": 80}, ("containerPort", "protocol")),  # protocol defaulted to TCP
