@@ -128,7 +128,7 @@ class _Walker:
             if ck == "open":
                 continue
             before = known_map.get(key, _ABSENT)
-            if before is sub or (before is not _ABSENT and _same(before, sub)):
+            if before is sub:
                 continue
             steps.append(key)
             lists.append(None)
@@ -139,16 +139,21 @@ class _Walker:
     def visit(self, node: Node, value: Any, known: Any, steps: list[Step], lists: list[Any],
               struct: str) -> None:
         """:meth:`descend` (``steps`` already ends with the value's own step), skipped for a
-        subtree near the root whose content was found clean before (module docstring)."""
+        subtree equal to the stored one (``known``) and, near the root, for one whose content
+        was found clean before (module docstring)."""
         if len(steps) > MEMO_DEPTH or (type(value) is not dict and type(value) is not list):
-            self.descend(node, value, known, steps, lists, struct)
+            if known is _ABSENT or not _same(known, value):
+                self.descend(node, value, known, steps, lists, struct)
             return
         try:
-            memo_key = (node, _dumps(value))
+            text = _dumps(value)
         except TypeError:  # not JSON-shaped (a non-string key): walk it every time
             self.descend(node, value, known, steps, lists, struct)
             return
+        memo_key = (node, text)
         if memo_key in _CLEAN:
+            return
+        if known is not _ABSENT and known == value and _same_text(known, text):
             return
         findings = self.findings
         n_unknown, n_problems = len(findings.unknown), len(findings.problems)
@@ -184,7 +189,7 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_items[i] if i < n_known else _ABSENT
-                if before is item or (before is not _ABSENT and _same(before, item)):
+                if before is item:
                     continue
                 steps.append(i)
                 lists.append((node, item))
@@ -212,7 +217,7 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_map.get(key, _ABSENT)
-                if before is sub or (before is not _ABSENT and _same(before, sub)):
+                if before is sub:
                     continue
                 steps.append(key)
                 lists.append(_MAP_KEY)
@@ -291,6 +296,14 @@ def _same(before: Any, value: Any) -> bool:
         return False
     try:
         return orjson.dumps(before) == orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+
+
+def _same_text(before: Any, text: bytes) -> bool:
+    """:func:`_same` for a value whose JSON text is known (and that ``==`` ``before``)."""
+    try:
+        return orjson.dumps(before) == text
     except orjson.JSONEncodeError:
         return False
 
