@@ -14,16 +14,7 @@ How it stays cheap (the write path must not get slower):
 * the walk visits only the request's own values and skips every subtree equal to the stored
   object it updates (``known``), which is clean by construction: a status heartbeat checks the
   fields it changed, not the whole object;
-* paths are kept as a stack of steps and only formatted when something is reported;
-* subtrees found clean are remembered by content: near the root (``MEMO_DEPTH`` levels) a
-  subtree's JSON text (one ``orjson.dumps``, at C speed) is looked up with its schema node
-  before it is walked, and a clean walk is remembered.  Every DaemonSet pod carries the same
-  containers, tolerations and labels, every status write of one kubelet the same condition
-  shapes: they are walked once per content, not once per write.  Only clean answers are kept
-  (findings depend on the node and the value alone; a subtree is remembered only when the
-  walk could have reported all of its findings, i.e. below ``MAX_PROBLEMS``), so what is
-  reported never changes; deeper levels are not looked up because their texts are small and a
-  miss there would serialise the same bytes once per level.
+* paths are kept as a stack of steps and only formatted when something is reported.
 
 The same findings are phrased three ways, as upstream phrases them: Go's ``encoding/json``
 errors (create and update bodies, and patched objects), the strict decoder's ``unknown field``
@@ -44,14 +35,8 @@ import orjson
 
 from everynode.api.gojson import format_float
 from everynode.api.schema import Node, kind_node
-from everynode.memo import remember
-
-_dumps = orjson.dumps
 
 MAX_PROBLEMS = 32  # structured-merge-diff reports every error; keep the message bounded
-MEMO_DEPTH = 3  # subtrees this close to the root are remembered by content when clean
-_CLEAN_MAX = 8192
-_CLEAN: dict[tuple[Node, bytes], bool] = {}  # (schema node, JSON text) of subtrees found clean
 
 Step = str | int  # a field name / map key (str) or a list index (int)
 
@@ -128,39 +113,13 @@ class _Walker:
             if ck == "open":
                 continue
             before = known_map.get(key, _ABSENT)
-            if before is sub:
+            if before is sub or (before is not _ABSENT and _same(before, sub)):
                 continue
             steps.append(key)
             lists.append(None)
-            self.visit(child, sub, before, steps, lists, inner)
+            self.descend(child, sub, before, steps, lists, inner)
             steps.pop()
             lists.pop()
-
-    def visit(self, node: Node, value: Any, known: Any, steps: list[Step], lists: list[Any],
-              struct: str) -> None:
-        """:meth:`descend` (``steps`` already ends with the value's own step), skipped for a
-        subtree equal to the stored one (``known``) and, near the root, for one whose content
-        was found clean before (module docstring)."""
-        if len(steps) > MEMO_DEPTH or (type(value) is not dict and type(value) is not list):
-            if known is _ABSENT or not _same(known, value):
-                self.descend(node, value, known, steps, lists, struct)
-            return
-        try:
-            text = _dumps(value)
-        except TypeError:  # not JSON-shaped (a non-string key): walk it every time
-            self.descend(node, value, known, steps, lists, struct)
-            return
-        memo_key = (node, text)
-        if memo_key in _CLEAN:
-            return
-        if known is not _ABSENT and known == value and _same_text(known, text):
-            return
-        findings = self.findings
-        n_unknown, n_problems = len(findings.unknown), len(findings.problems)
-        self.descend(node, value, known, steps, lists, struct)
-        if (len(findings.unknown) == n_unknown < MAX_PROBLEMS
-                and len(findings.problems) == n_problems < MAX_PROBLEMS):
-            remember(_CLEAN, memo_key, True, limit=_CLEAN_MAX)
 
     def descend(self, node: Node, value: Any, known: Any, steps: list[Step], lists: list[Any],
                 struct: str) -> None:
@@ -189,11 +148,11 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_items[i] if i < n_known else _ABSENT
-                if before is item:
+                if before is item or (before is not _ABSENT and _same(before, item)):
                     continue
                 steps.append(i)
                 lists.append((node, item))
-                self.visit(items, item, before, steps, lists, struct)
+                self.descend(items, item, before, steps, lists, struct)
                 steps.pop()
                 lists.pop()
         elif kind == "map":
@@ -217,11 +176,11 @@ class _Walker:
                         lists.pop()
                     continue
                 before = known_map.get(key, _ABSENT)
-                if before is sub:
+                if before is sub or (before is not _ABSENT and _same(before, sub)):
                     continue
                 steps.append(key)
                 lists.append(_MAP_KEY)
-                self.visit(values, sub, before, steps, lists, struct)
+                self.descend(values, sub, before, steps, lists, struct)
                 steps.pop()
                 lists.pop()
         elif kind == "scalar" and not node.accepts(value):
@@ -296,14 +255,6 @@ def _same(before: Any, value: Any) -> bool:
         return False
     try:
         return orjson.dumps(before) == orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return False
-
-
-def _same_text(before: Any, text: bytes) -> bool:
-    """:func:`_same` for a value whose JSON text is known (and that ``==`` ``before``)."""
-    try:
-        return orjson.dumps(before) == text
     except orjson.JSONEncodeError:
         return False
 

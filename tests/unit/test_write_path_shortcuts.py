@@ -108,32 +108,6 @@ def test_unknown_fields_skipping_stored_subtrees_reports_the_same_paths(api_vers
     assert unknown_fields(api_version, kind, obj, known=known) == unknown_fields(api_version, kind, obj)
 
 
-def test_type_check_memo_remembers_clean_subtrees_only():
-    """A subtree walked clean is looked up by content; a bad one is reported on every write, and a
-    subtree walked after the problem bound was reached is not remembered as clean."""
-    from everynode.api import typecheck
-
-    typecheck._CLEAN.clear()
-    clean = _pod()
-    assert not typecheck.check_object("v1", "Pod", clean)
-    assert typecheck._CLEAN, "the clean spec, metadata and status subtrees are remembered"
-    bad = _edit(_pod(), "spec", "terminationGracePeriodSeconds", value="30")
-    for _ in range(2):
-        found = typecheck.check_object("v1", "Pod", deep_copy(bad))
-        assert [p.go_path for p in found.problems] == ["spec.terminationGracePeriodSeconds"]
-    # Equal content at another schema position is a different entry (the node is in the key).
-    labels = {"a": "b"}
-    typecheck.check_object("v1", "Pod", {"metadata": {"labels": labels}})
-    assert typecheck.check_object("v1", "Pod", {"spec": {"nodeSelector": labels}}).problems == []
-    # Past MAX_PROBLEMS nothing more is reported: such walks must not be remembered as clean.
-    typecheck._CLEAN.clear()
-    many = {"spec": {"containers": [{"name": f"c{i}", "image": 1} for i in range(typecheck.MAX_PROBLEMS)],
-                     "tolerations": [{"key": 1}]}}
-    assert len(typecheck.check_object("v1", "Pod", many).problems) == typecheck.MAX_PROBLEMS
-    alone = {"spec": {"tolerations": [{"key": 1}]}}
-    assert [p.go_path for p in typecheck.check_object("v1", "Pod", alone).problems] == ["spec.tolerations.key"]
-
-
 # --------------------------------------------------------------------------- managedFields
 
 def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
@@ -234,22 +208,6 @@ def test_unchanged_field_set_keeps_the_stored_entry_and_only_moves_its_time():
     again = record_managed_fields(result, _edit(result, "spec", "renewTime", value="x"), manager="creator", now=NOW,
                                   api_version="coordination.k8s.io/v1", kind="Lease")
     assert again["metadata"]["managedFields"][0] is entry  # same second: the stored entry itself
-
-
-@pytest.mark.parametrize("obj", [_pod(), _lease(), _edit(_pod(), "spec", "tolerations", value=[1, True, 1.0]),
-                                 _edit(_pod(), "metadata", "labels", value={})])
-def test_collect_memo_gives_the_members_of_the_walk(obj, monkeypatch):
-    from everynode.apiserver.patch import apply
-
-    api_version, kind = obj["apiVersion"], obj["kind"]
-    apply._COLLECTED.clear()
-    monkeypatch.setattr(apply, "COLLECT_MEMO_DEPTH", 0)
-    walked = field_set(obj, api_version=api_version, kind=kind)
-    monkeypatch.setattr(apply, "COLLECT_MEMO_DEPTH", 2)
-    first = field_set(obj, api_version=api_version, kind=kind)
-    assert apply._COLLECTED
-    again = field_set(deep_copy(obj), api_version=api_version, kind=kind)  # memo hits
-    assert first == walked == again
 
 
 def _pinned_spec(node: str, **extra: Any) -> dict[str, Any]:

@@ -145,10 +145,7 @@ def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
             child = props.get(key) if props is not None else values
             sub_path = (*path, elements.get(key) or _field_element(key))
             if child is not None and isinstance(sub, (dict, list)) and child.kind not in ("scalar", "open"):
-                if len(sub_path) <= COLLECT_MEMO_DEPTH and sub:
-                    _collect_remembered(sub, child, sub_path, out)
-                else:
-                    _collect(sub, child, sub_path, out)
+                _collect(sub, child, sub_path, out)
             else:
                 out.add(sub_path)  # a leaf, an untyped or atomic value (map values unless typed)
         return
@@ -167,34 +164,6 @@ def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
                 out.add((*path, "v:" + go_json(item).decode()))
         return
     out.add(path)
-
-
-COLLECT_MEMO_DEPTH = 2  # subtrees this close to the root have their members remembered by content
-# (schema node, JSON text) -> the subtree's members, relative to its own path.
-_COLLECTED: dict[tuple[Node, bytes], tuple[Path, ...]] = {}
-_COLLECTED_MAX = 4096
-
-
-def _collect_remembered(value: dict[str, Any] | list[Any], node: Node, path: Path, out: set[Path]) -> None:
-    """``_collect(value, node, path, out)`` for a non-empty subtree near the root, remembered by
-    content.  The members of a subtree depend on its schema node and its content alone (keys,
-    the key fields of list items, the values of sets), so the same JSON text at the same node
-    has the same members below its path: every pod of a DaemonSet has the same containers,
-    tolerations and labels, and their members are built once, then only prefixed."""
-    try:
-        key = (node, orjson.dumps(value))
-    except TypeError:  # not JSON-shaped (a non-string key): collect it every time
-        _collect(value, node, path, out)
-        return
-    members = _COLLECTED.get(key)
-    if members is None:
-        found: set[Path] = set()
-        _collect(value, node, path, found)
-        depth = len(path)
-        members = remember(_COLLECTED, key, tuple(p[depth:] for p in found), limit=_COLLECTED_MAX)
-        out |= found
-        return
-    out.update([(*path, *rest) for rest in members])
 
 
 def field_set(obj: dict[str, Any], *, api_version: str, kind: str, subresource: str | None = None) -> set[Path]:
