@@ -437,6 +437,35 @@ async def test_status_patch_leaves_the_stored_object_untouched(api: ApiService):
     assert [e["manager"] for e in label["metadata"]["managedFields"]] == ["ds", "kubelet", "labeler"]
 
 
+async def test_status_patch_carries_untouched_subtrees_over_by_identity():
+    """A ``/status`` patch copies only the top levels (``_private_copy``): what it leaves alone is
+    the stored object's own (in a store without sharing, which would make equal copies one
+    again), and nothing stored changes, even when later stages mutate."""
+    api = ApiService(MemoryStore(share_capacity=0), clock=FixedClock())
+    pods = resource("pods")
+    body = _pod()
+    for key in ("uid", "resourceVersion"):
+        del body["metadata"][key]
+    await api.create(pods, "default", body, opts=RequestOptions(field_manager="ds"))
+    stored, _ = await api.patch(pods, "default", "p", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                                "strategic", subresource="status", opts=RequestOptions(field_manager="kubelet"))
+    snapshot = deep_copy(stored)
+    patch = {"metadata": {"uid": stored["metadata"]["uid"]}, "status": {"podIP": "10.0.0.9"}}
+    new, _ = await api.patch(pods, "default", "p", patch, "strategic", subresource="status",
+                             opts=RequestOptions(field_manager="kubelet"))
+    assert stored == snapshot
+    for key in ("labels", "ownerReferences"):
+        assert new["metadata"][key] is stored["metadata"][key]
+    assert new["status"]["podIP"] == "10.0.0.9"
+    assert new["status"]["conditions"] is stored["status"]["conditions"]
+    # A badly typed spec sent to /status is still decoded (and refused) as before.
+    with pytest.raises(ApiError) as caught:
+        await api.patch(pods, "default", "p", {"spec": {"terminationGracePeriodSeconds": "x"}}, "merge",
+                        subresource="status", opts=RequestOptions(field_manager="kubelet"))
+    assert caught.value.code == 422
+    assert "terminationGracePeriodSeconds" in caught.value.status["message"]
+
+
 async def test_patch_result_that_is_not_an_object_is_rejected_by_decoding(api: ApiService):
     nodes = resource("nodes")
     await api.create(nodes, "", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}, opts=RequestOptions())
