@@ -108,6 +108,54 @@ def test_unknown_fields_skipping_stored_subtrees_reports_the_same_paths(api_vers
     assert unknown_fields(api_version, kind, obj, known=known) == unknown_fields(api_version, kind, obj)
 
 
+def _pinned_pod(node: Any, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "agent-", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}, **extra}}
+
+
+TEMPLATE_CASES = [
+    ("clean", _pinned_pod("n1")),
+    ("badly typed affinity value", _pinned_pod(7)),
+    ("unknown field in affinity", _edit(_pinned_pod("n1"), "spec", "affinity", "bogus", value=1)),
+    ("badly typed node name", _pinned_pod("n1", nodeName=["n1"])),
+    ("badly typed template field", _pinned_pod("n1", terminationGracePeriodSeconds="30")),
+    ("unknown template field", _pinned_pod("n1", bogus=True)),
+]
+
+
+@pytest.mark.parametrize("pod", [c[1] for c in TEMPLATE_CASES], ids=[c[0] for c in TEMPLATE_CASES])
+def test_pod_template_memo_reports_what_the_full_walk_reports(pod, monkeypatch):
+    from everynode.api import typecheck
+
+    def findings(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
+        found = typecheck.check_object("v1", "Pod", deep_copy(obj))
+        return found.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in found.problems]
+
+    with monkeypatch.context() as m:
+        m.setattr(typecheck, "_PER_OBJECT_FIELDS", {})
+        full = findings(pod)
+    typecheck._CLEAN_TEMPLATES.clear()
+    assert findings(_pinned_pod("n0")) == ([], [])
+    assert typecheck._CLEAN_TEMPLATES  # the template is remembered
+    assert findings(pod) == full
+    assert findings(pod) == full
+
+
+def test_pod_template_memo_keeps_only_walks_that_could_report_everything():
+    from everynode.api import typecheck
+
+    typecheck._CLEAN_TEMPLATES.clear()
+    bad_spec = _pinned_pod("n1", terminationGracePeriodSeconds="30")
+    # Metadata first fills the findings to the bound: the spec's own problem goes unreported.
+    many = _edit(bad_spec, "metadata", "labels", value={f"l{i}": i for i in range(typecheck.MAX_PROBLEMS)})
+    assert len(typecheck.check_object("v1", "Pod", many).problems) == typecheck.MAX_PROBLEMS
+    assert not typecheck._CLEAN_TEMPLATES
+    assert [p.go_path for p in typecheck.check_object("v1", "Pod", bad_spec).problems] == [
+        "spec.terminationGracePeriodSeconds"]
+
+
 # --------------------------------------------------------------------------- managedFields
 
 def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
