@@ -170,8 +170,14 @@ def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], me
     """Upstream ``mergeSortedSlice``: interleave server-only items (left) into patch items."""
     if not left or not right:
         return left + right  # nothing to interleave
-    out: list[Any] = []
     index = _indexer(server_order, merge_key)
+    return _interleave(left, right, [index(item) for item in left], [index(item) for item in right])
+
+
+def _interleave(left: list[Any], right: list[Any], left_pos: list[int], right_pos: list[int]) -> list[Any]:
+    """``mergeSortedSlice``'s loop, given each item's position in the server order (-1: absent):
+    a left item goes first when both positions are known and its own is smaller."""
+    out: list[Any] = []
     i = j = 0
     while i < len(left) or j < len(right):
         if i >= len(left):
@@ -180,15 +186,12 @@ def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], me
         elif j >= len(right):
             out.append(left[i])
             i += 1
+        elif left_pos[i] >= 0 and right_pos[j] >= 0 and left_pos[i] < right_pos[j]:
+            out.append(left[i])
+            i += 1
         else:
-            li = index(left[i])
-            ri = index(right[j])
-            if li >= 0 and ri >= 0 and li < ri:
-                out.append(left[i])
-                i += 1
-            else:
-                out.append(right[j])
-                j += 1
+            out.append(right[j])
+            j += 1
     return out
 
 
@@ -352,24 +355,8 @@ def _merge_plain_keyed(original: list[Any], patch: list[Any], items: Node | None
     if not server_only or not patch_items:
         return server_only + patch_items
     # _merge_sorted, with the live positions already known
-    out: list[Any] = []
-    live_pos = [live_keys[_scalar_key(item[merge_key])] for item in server_only]
-    patch_pos = [live_keys.get(key, -1) for key in patch_keys]
-    i = j = 0
-    while i < len(server_only) or j < len(patch_items):
-        if i >= len(server_only):
-            out.append(patch_items[j])
-            j += 1
-        elif j >= len(patch_items):
-            out.append(server_only[i])
-            i += 1
-        elif patch_pos[j] >= 0 and live_pos[i] < patch_pos[j]:
-            out.append(server_only[i])
-            i += 1
-        else:
-            out.append(patch_items[j])
-            j += 1
-    return out
+    live_pos = [i for key, i in live_keys.items() if key not in patch_keys]
+    return _interleave(server_only, patch_items, live_pos, [live_keys.get(key, -1) for key in patch_keys])
 
 
 def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
