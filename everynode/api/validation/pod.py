@@ -831,9 +831,50 @@ def validate_affinity(affinity: Any, path: str) -> list[FieldError]:
 
 # --- pod spec -----------------------------------------------------------------------------------
 
+# The fields of a pod spec that differ from pod to pod of one template (the DaemonSet
+# controller pins each pod to its node with a matchFields affinity; the scheduler sets nodeName).
+_PER_POD_FIELDS = frozenset({"affinity", "nodeName"})
+# (path, resource_is_pod, JSON text of the spec without _PER_POD_FIELDS) of specs found valid.
+_VALID_SPECS: dict[tuple[str, bool, bytes], bool] = {}
+_VALID_SPECS_MAX = 4096
+
+
 def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[FieldError]:
-    """``ValidatePodSpec`` (plus ``validatePodHostNetworkDeps``) for a defaulted spec."""
+    """``ValidatePodSpec`` (plus ``validatePodHostNetworkDeps``) for a defaulted spec.
+
+    Memoised per template: the pods of a DaemonSet (and of any controller) carry one template's
+    spec plus a few per-pod fields (``_PER_POD_FIELDS``), whose rules read nothing else.  A spec
+    whose other fields, as JSON text, were found valid before is therefore valid but for those
+    fields, which are then checked alone — their errors, if any, come out in the same order as
+    in the full check, because the rest adds none.  Only valid specs are remembered."""
     sp = as_dict(spec)
+    try:
+        key = (path, resource_is_pod, orjson.dumps({k: v for k, v in sp.items() if k not in _PER_POD_FIELDS}))
+    except TypeError:  # not JSON-shaped (a non-string key): check it every time
+        return _validate_pod_spec(sp, path, resource_is_pod=resource_is_pod)
+    if key in _VALID_SPECS:
+        return _validate_per_pod_fields(sp, path)
+    errs = _validate_pod_spec(sp, path, resource_is_pod=resource_is_pod)
+    if not errs:
+        remember(_VALID_SPECS, key, True, limit=_VALID_SPECS_MAX)
+    return errs
+
+
+def _validate_per_pod_fields(sp: dict[str, Any], path: str) -> list[FieldError]:
+    """The rules of ``_PER_POD_FIELDS``, in the order :func:`_validate_pod_spec` applies them."""
+    errs = validate_affinity(sp.get("affinity"), child(path, "affinity"))
+    errs.extend(_node_name_errors(sp, path))
+    return errs
+
+
+def _node_name_errors(sp: dict[str, Any], path: str) -> list[FieldError]:
+    node_name = as_str(sp.get("nodeName"))
+    if not node_name:
+        return []
+    return [field.invalid(child(path, "nodeName"), node_name, m) for m in name_is_dns_subdomain(node_name)]
+
+
+def _validate_pod_spec(sp: dict[str, Any], path: str, *, resource_is_pod: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     grace_period = sp.get("terminationGracePeriodSeconds")
     if grace_period is None:
@@ -874,9 +915,7 @@ def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[Fi
     if service_account:
         errs.extend(field.invalid(child(path, "serviceAccountName"), service_account, m)
                     for m in name_is_dns_subdomain(service_account))
-    node_name = as_str(sp.get("nodeName"))
-    if node_name:
-        errs.extend(field.invalid(child(path, "nodeName"), node_name, m) for m in name_is_dns_subdomain(node_name))
+    errs.extend(_node_name_errors(sp, path))
     deadline = sp.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= MAX_INT32:
         errs.append(field.invalid(child(path, "activeDeadlineSeconds"), deadline, inclusive_range_error(1, MAX_INT32)))

@@ -341,7 +341,7 @@ class ResourceStore:
                 patched = apply_merge_patch(old, patch)
             else:
                 patched = apply_strategic_merge_patch(old, patch, api_version=rt.api_version, kind=rt.kind)
-            patched = _private_copy(patched, old, restored=restored)
+            patched = _private_copy(patched, old, restored=restored, status_write=subresource == "status")
             new = decode(rt, ns, patched, opts, source="patch", known=old)
             _check_patched_name(new, name)
             apply_defaults(rt.key, new)
@@ -581,7 +581,7 @@ def _is_field_conflict(error: errors.ApiError) -> bool:
     return any(c.get("reason") == "FieldManagerConflict" for c in causes)
 
 
-def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...]) -> Obj:
+def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_write: bool = False) -> Obj:
     """A copy of a patch result that the write pipeline may mutate, leaving out what it would
     copy for nothing.
 
@@ -597,9 +597,25 @@ def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...]) -> Obj:
       is discarded with it;
     * ``metadata.managedFields``, which no stage mutates and which the store replaces by the
       stored entries (``record_managed_fields``): the stored list itself is kept.
+
+    A ``status_write`` (``*/status``) is copied one level deep only — the object and each of its
+    top-level objects (``metadata``, ``status``, ...), the restored ones as above: on that path
+    every stage changes those levels only (the strategy keeps system metadata, owner references
+    and the spec; defaults set top-level status fields such as a node's ``allocatable``;
+    decoding drops unknown fields, which only the patch's own fresh containers can hold).  So
+    what the patch left alone stays the very object of ``old``, and the type check,
+    managedFields and structural sharing skip it by identity instead of comparing copies.
     """
     if not isinstance(patched, dict):
         return apimeta.deep_copy(patched)  # not an object: decoding rejects it
+    if status_write:
+        shallow = {key: dict(value) if type(value) is dict else value for key, value in patched.items()}
+        for key in restored:  # as below: a placeholder when untouched, else a full copy (defaults change it)
+            if key in shallow:
+                value = patched[key]
+                untouched = value is not None and key in old and value is old[key]
+                shallow[key] = {} if untouched else apimeta.deep_copy(value)
+        return shallow
     shell = dict(patched)
     for key in restored:
         if key in shell and key in old and shell[key] is old[key]:
