@@ -43,6 +43,7 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.names import name_is_path_segment
 from everynode.api.registry import ResourceType, by_group_plural
 from everynode.apiserver import discovery, openapi, tables
 from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
@@ -351,6 +352,8 @@ class ApiHttp:
             raise errors.path_not_found()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
+        if name is not None and (msgs := name_is_path_segment(name)):  # upstream's NamespaceKeyFunc / NoNamespaceKeyFunc
+            raise errors.bad_request(f'Name parameter invalid: "{name}": {";".join(msgs)}')
         if rt.namespaced and name is not None and namespace is None:
             raise errors.path_not_found()
         return Request(rt, namespace, name, sub)
