@@ -16,6 +16,9 @@ server parses it (timestamps stay strings), with libyaml; JSON with orjson — a
 dump loads in a fraction of a second, the same dump in YAML takes several seconds (libyaml's
 pace), which is why the benchmark reads JSON.
 
+A dump is explained at its own moment, not at the moment it is read: :func:`dump_time` (the
+newest timestamp in it) is the "now" its ages are measured from.
+
 Live reading lists the same six resources through any :class:`~everynode.client.base.Client`
 (GET only: the ClusterRole in ``examples/everynode-why-rbac.yaml`` is all it needs).  Nodes,
 pods and PriorityClasses are read cluster-wide — a node's free resources and host ports depend on
@@ -36,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
+
+from everynode.apiserver.tables import parse_time
 
 if TYPE_CHECKING:
     from everynode.client.base import Client
@@ -187,6 +192,78 @@ def load_dump(path: Path | str) -> ClusterObjects:
     return out
 
 
+# ------------------------------------------------------------------------------------------ dump time
+
+_CONDITION_TIMES = ("lastHeartbeatTime", "lastTransitionTime", "lastProbeTime")
+_EVENT_TIMES = ("lastTimestamp", "firstTimestamp", "eventTime", "deprecatedLastTimestamp",
+                "deprecatedFirstTimestamp")
+
+
+def _object_times(obj: Mapping[str, Any]) -> Iterator[Any]:
+    """The times one object says something happened at (never ``deletionTimestamp``: it is the
+    end of a grace period, in the future while the pod terminates)."""
+    md = obj.get("metadata") or {}
+    yield md.get("creationTimestamp")
+    for entry in md.get("managedFields") or ():
+        yield entry.get("time")
+    for key in _EVENT_TIMES:
+        yield obj.get(key)
+    yield (obj.get("series") or {}).get("lastObservedTime")
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    for cond in status.get("conditions") or ():
+        for key in _CONDITION_TIMES:
+            yield cond.get(key)
+    yield status.get("startTime")
+    for list_key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(list_key) or ():
+            for state in (cs.get("state") or {}, cs.get("lastState") or {}):
+                for detail in state.values():
+                    if isinstance(detail, dict):
+                        yield detail.get("startedAt")
+                        yield detail.get("finishedAt")
+
+
+def dump_time(objects: ClusterObjects) -> float | None:
+    """When the dump was taken, as well as the dump itself can tell: its newest timestamp
+    (epoch seconds), None when it has none.
+
+    A dump's ages ("not Ready for 4m", "terminating for 30s", minReadySeconds left, backoff left)
+    must be measured against the moment it was written, not the moment it is read — a dump
+    attached to an issue is read hours or days later.  The file's mtime does not survive a copy
+    or a download; the objects' own times do: node heartbeats and condition changes, event
+    times, container start and finish times, creation times, and managedFields times when the
+    dump kept them (``kubectl get -o yaml`` drops them unless ``--show-managed-fields``).  The
+    newest of them is a lower bound on the dump's moment, close to it on a live cluster: the
+    kubelet refreshes ``lastHeartbeatTime`` at least every ``nodeStatusReportFrequency``
+    (5 min) and events come all the time.  Leases (renewed every 10 s) would be closer still,
+    but they are not among the dump's kinds.  Times are compared to the second on their text
+    (Kubernetes writes them in UTC, ``...Z``), and only the newest is parsed, so a 5,000-node
+    dump costs one pass over its fields.
+    """
+    best_key = ""
+    best: str | None = None
+    other: float | None = None
+    for name in KINDS.values():
+        for obj in getattr(objects, name):
+            for value in _object_times(obj):
+                if not value or not isinstance(value, str):
+                    continue
+                if value.endswith("Z") and len(value) >= 20 and value[10] == "T":
+                    key = value[:19]
+                    if key > best_key:
+                        best_key, best = key, value
+                else:  # an explicit offset: rare, compared as a number
+                    t = parse_time(value)
+                    if t is not None and (other is None or t > other):
+                        other = t
+    newest = parse_time(best) if best is not None else None
+    if other is not None and (newest is None or other > newest):
+        newest = other
+    return newest
+
+
 # ------------------------------------------------------------------------------------------ live
 
 async def read_live(client: Client, *, namespace: str | None = None) -> ClusterObjects:
@@ -209,5 +286,5 @@ def iter_objects(objects: ClusterObjects) -> Iterable[Obj]:
         yield from getattr(objects, name)
 
 
-__all__ = ["DUMP_COMMAND", "KINDS", "LIVE_RESOURCES", "ClusterObjects", "DumpError", "dump_files", "iter_objects", "load_dump",
-           "parse_dump", "read_live"]
+__all__ = ["DUMP_COMMAND", "KINDS", "LIVE_RESOURCES", "ClusterObjects", "DumpError", "dump_files", "dump_time",
+           "iter_objects", "load_dump", "parse_dump", "read_live"]

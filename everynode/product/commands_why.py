@@ -83,7 +83,17 @@ def explain_dump(path: Path, name: str, namespace: str | None) -> tuple[Explanat
     if len(candidates) > 1:
         spaces = ", ".join(sorted((ds.get("metadata") or {}).get("namespace") or "" for ds in candidates))
         raise ValueError(f'error: daemonset "{name}" exists in namespaces {spaces} of dump {path}: choose one with -n')
-    return explain(candidates[0], objects, now=Clock().now()), objects
+    return explain(candidates[0], objects, now=dump_now(objects, Clock().now())), objects
+
+
+def dump_now(objects: ClusterObjects, now: float) -> float:
+    """The "now" a dump is explained at: its own moment (:func:`~everynode.product.clusterdump.dump_time`,
+    the newest timestamp in it), never later than ``now`` (a clock ahead of ours must not make
+    ages negative), ``now`` when the dump has no timestamp at all."""
+    from everynode.product.clusterdump import dump_time
+
+    taken = dump_time(objects)
+    return now if taken is None else min(taken, now)
 
 
 @click.command("why")

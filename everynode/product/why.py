@@ -481,14 +481,55 @@ def _port_holders(pi: PodInfo, info: NodeInfo) -> list[Reason]:
     return out or [Reason(HOST_PORT_CONFLICT, "a wanted host port is held by another pod", "host port in use")]
 
 
-def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Events) -> _PodState:
+def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return condition(pod, "PodScheduled") or {}
+
+
+def _priority(pod: Mapping[str, Any]) -> int:
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+def _preempting_reason(pod: Obj, nominated: str, usage: _NodeUsage, now: float) -> Reason:
+    """Nominated: the victims are the lower-priority pods still terminating on that node (the
+    scheduler deleted them; a pod nominated there does not preempt again while one is going)."""
+    name = _meta(pod).get("name") or ""
+    priority = _priority(pod)
+    victims = sorted((p for p in usage.bound.get(nominated, ())
+                      if _meta(p).get("deletionTimestamp") and _priority(p) < priority),
+                     key=lambda p: (_meta(p).get("namespace") or "", _name(p)))
+    named = [f"{_meta(v).get('namespace') or ''}/{_name(v)} ({_terminating_reason(v, now).short})"
+             for v in victims[:NAMED_BUDGET_USERS]]
+    more = len(victims) - len(named)
+    who = (": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")) if named else \
+        " (none is left: the scheduler binds it at its next attempt)"
+    return Reason(PREEMPTING, f"pod {name} (priority {priority}) is nominated to node {nominated} and waits for "
+                              f"the pods it preempts to go{who}", "preempting")
+
+
+def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Events, now: float) -> _PodState:
+    """A pod the scheduler has not bound, in the order the scheduler meets it: a gated pod never
+    enters the queue (``SchedulingGates`` pre-enqueue), a nominated one waits for its victims,
+    else the filters on its node say what refuses it.
+
+    The scheduler's words come from its last ``FailedScheduling`` event, else from the pod's
+    ``PodScheduled`` condition (reason ``Unschedulable``), which carries the same message and,
+    unlike the event (kept an hour by default), stays as long as the pod is refused."""
     md = _meta(pod)
+    spec = pod.get("spec") or {}
     key = (md.get("namespace") or "", md.get("name") or "")
+    scheduled = _scheduled_condition(pod)
     scheduler_message = events.failed_scheduling.get(key, (0.0, ""))[1]
+    if not scheduler_message and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        scheduler_message = str(scheduled.get("message") or "")
+    gates = [str(g.get("name") or "") for g in spec.get("schedulingGates") or () if isinstance(g, Mapping)]
+    if gates:
+        return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"pod {key[1]} is SchedulingGated: the scheduler does not "
+                                                         f"consider it until its schedulingGates are removed "
+                                                         f"({', '.join(gates)})", f"schedulingGates {', '.join(gates)}")],
+                         scheduler_message=scheduler_message)
     nominated = (pod.get("status") or {}).get("nominatedNodeName")
     if nominated:
-        return _PodState(PENDING, [Reason(PREEMPTING, f"pod {key[1]} is nominated to node {nominated} and waits "
-                                                      f"for the pods it preempts to go", "preempting")],
+        return _PodState(PENDING, [_preempting_reason(pod, nominated, usage, now)],
                          scheduler_message=scheduler_message)
     if node is None:
         return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node does not exist")],
@@ -501,7 +542,13 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
             return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"fits the node now; the scheduler said: "
                                                              f"{scheduler_message}", "unschedulable")],
                              scheduler_message=scheduler_message)
-        return _PodState(PENDING, [], "not scheduled yet", scheduler_message)
+        # No refusal anywhere: the scheduler has not tried the pod yet.  No contract code says
+        # "not tried yet", so the state says it, naming the scheduler a custom schedulerName waits for.
+        scheduler = spec.get("schedulerName") or "default-scheduler"
+        created = md.get("creationTimestamp")
+        age = f", created {_ago(created, now)} ago" if created else ""
+        who = "the scheduler" if scheduler == "default-scheduler" else f"scheduler {scheduler} (spec.schedulerName)"
+        return _PodState(PENDING, [], f"not scheduled yet: {who} has not reported on it{age}", scheduler_message)
     resource = [r for r in status.reasons if r == REASON_TOO_MANY_PODS or r.startswith("Insufficient ")]
     reasons = _resource_reasons(pi, info, resource) if resource else []
     if REASON_NODE_PORTS in status.reasons:
@@ -522,13 +569,34 @@ def _waiting(cs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (cs.get("state") or {}).get("waiting")
 
 
+def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], now: float) -> str:
+    """A bound pod whose containers have not started, as ``kubectl get pod`` shows it
+    (``ContainerCreating``, ``PodInitializing``, ``CreateContainerConfigError`` with the kubelet's
+    message) and how long ago it was bound.  No contract code covers "starting", so this is the
+    node's state, not a reason (see the report on issue 14 for the proposed code)."""
+    md = _meta(pod)
+    name = md.get("name") or ""
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    scheduled = _scheduled_condition(pod)
+    since = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    bound = f"bound to {node} {_ago(since, now)} ago" if since else f"bound to {node}"
+    for cs in statuses:
+        waiting = _waiting(cs)
+        if waiting and waiting.get("reason"):
+            message = f": {waiting.get('message')}" if waiting.get("message") else ""
+            return f"pod {name} Pending: container {cs.get('name', '')} {waiting.get('reason')}{message} ({bound})"
+    if not statuses:
+        return f"pod {name} Pending: ContainerCreating, no container status reported yet ({bound})"
+    return f"pod {name} Pending ({bound})"
+
+
 def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events, min_ready: int, now: float
               ) -> _PodState:
     """A pod's verdict (as if it were of the update revision) and the reasons for it."""
     md = _meta(pod)
     name = md.get("name") or ""
     if not (pod.get("spec") or {}).get("nodeName"):
-        return _unbound_state(pod, node, usage, events)
+        return _unbound_state(pod, node, usage, events, now)
     phase = (pod.get("status") or {}).get("phase") or "Pending"
     if phase == "Failed":
         status = pod.get("status") or {}
@@ -559,8 +627,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
                                                 f"{'' if restarts == 1 else 's'}{exit_text}",
                                                 f"CrashLoopBackOff ({restarts} restarts)")])
     if phase == "Pending":
-        reason = next((str(w.get("reason")) for cs in statuses if (w := _waiting(cs)) and w.get("reason")), "")
-        return _PodState(PENDING, [], f"pod {name} Pending{': ' + reason if reason else ''}")
+        return _PodState(PENDING, [], _starting_text(pod, statuses, now))
     ready = condition(pod, "Ready")
     if not is_pod_ready(pod):
         since = (ready or {}).get("lastTransitionTime")
@@ -600,6 +667,20 @@ def _node_not_ready(node: Obj, now: float) -> Reason | None:
 
 
 def _failed_backoff(node: str, events: _Events, now: float) -> Reason | None:
+    """The backoff left after failed pods on ``node`` were deleted, estimated from the DaemonSet's
+    ``FailedDaemonPod`` events when no failed pod is there any more.
+
+    Upstream (``pkg/controller/daemon``, ``podsShouldBeOnNode``): each deletion of a failed pod
+    calls ``failedPodsBackoff.Next`` and emits one ``FailedDaemonPod`` event; the backoff is
+    ``flowcontrol.NewBackOff(1s, 15m)`` (no jitter) — the first delay 1 s, doubled by each
+    further ``Next`` up to 15 min, restarted at 1 s once the key has been quiet for twice the
+    maximum (30 min).  So after N deletions the controller waits ``min(1s · 2^(N-1), 15m)`` from
+    the last one: N is the events' summed ``count`` (``count`` and aggregated "combined from
+    similar events" entries included), the time the newest one's.  What the events cannot
+    show makes this an estimate: the key includes the DaemonSet's observedGeneration (a spec
+    change restarts at 1 s), a restarted controller forgets its backoff, and events expire
+    (an hour by default) — each makes the real wait shorter, never longer.
+    """
     held = events.failed_daemon_pod.get(node)
     if held is None:
         return None
