@@ -6,6 +6,9 @@ writes.  Exit 0 when it could answer; 1 with one line on stderr when it could no
 DaemonSet (kubectl's ``Error from server (NotFound)`` words when asked live), no such node for
 ``--node``, an unreachable server, an unreadable dump.
 
+Ages ("not Ready for 4m", "terminating for 30s") are measured against now when live, and
+against the dump's own moment — its newest timestamp, see :func:`dump_now` — from a dump.
+
 Which DaemonSet: ``NAME`` or ``ds/NAME`` (also ``daemonset/``, ``daemonsets/``,
 ``daemonsets.apps/``, as kubectl takes them).  Live, the namespace is ``-n`` or the kubeconfig's;
 in a dump, without ``-n``, the one DaemonSet of that name (an error names the namespaces when
