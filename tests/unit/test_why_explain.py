@@ -409,8 +409,8 @@ def test_a_dump_is_explained_at_its_own_newest_timestamp(tmp_path: Path) -> None
     event = {"kind": "Event", "reason": "Pulled", "lastTimestamp": ts(20), "metadata": {"name": "e", "namespace": NS}}
     objects = ClusterObjects(nodes=[n], pods=[deleting], daemonsets=[ds], events=[event])
     assert dump_time(objects) == NOW
-    offset = ClusterObjects(events=[{**event, "lastTimestamp": format_rfc3339(NOW + 5).replace("Z", "+00:00")}])
-    assert dump_time(offset) == NOW + 5
+    odd = ClusterObjects(events=[{**event, "firstTimestamp": "not a time", "eventTime": 5}])  # hand-edited
+    assert dump_time(odd) == NOW - 20
     assert dump_time(ClusterObjects(nodes=[{"kind": "Node", "metadata": {"name": "x"}}])) is None
     assert dump_now(objects, NOW + 86_400) == NOW  # read a day later: ages as when it was written
     assert dump_now(objects, NOW - 60) == NOW - 60  # a clock behind the dump's: never a negative age
@@ -426,3 +426,15 @@ def test_a_dump_is_explained_at_its_own_newest_timestamp(tmp_path: Path) -> None
     path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [n, deleting, ds]}))
     exp, _ = explain_dump(path, "node-exporter", NS)
     assert [r.message for r in exp.nodes[0].reasons] == ["pod p is being deleted (for 75s, grace period 3675s)"]
+
+
+def test_a_node_whose_pod_count_is_used_up_is_an_insufficient_resource() -> None:
+    # Upstream's NodeResourcesFit reports the pod count as an insufficient resource (ResourceName
+    # "pods", reason "Too many pods"): the contract's InsufficientResources, not Unschedulable.
+    ds = daemonset()
+    small = node("small")
+    small["status"]["allocatable"]["pods"] = "2"
+    pods = [other_pod("a", "small"), other_pod("b", "small"), pod("p", "small", ds, bound=False)]
+    got = explained(ds, [small], pods)["small"]
+    assert (got.verdict, got.codes(), got.reasons[0].message) == (
+        "pending", ["InsufficientResources"], "Too many pods: 2 of 2 allowed already run there")
