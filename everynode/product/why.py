@@ -144,7 +144,8 @@ class NodeVerdict:
     should_run: bool = False
     should_continue: bool = False
     pods: list[Obj] = field(default_factory=list)  # the DaemonSet's pods targeting this node
-    state: str = ""  # the pod's state in a few words when no reason says it ("ContainerCreating")
+    state: str = ""  # the pod's state when no reason says it ("pod x Pending: container main ContainerCreating")
+    state_short: str = ""  # the same in a few words, for summaries ("ContainerCreating")
     scheduler_message: str = ""  # the pod's last FailedScheduling message
 
     @property
@@ -158,7 +159,7 @@ class NodeVerdict:
     def short(self) -> str:
         if self.reasons:
             return self.reasons[0].short or self.reasons[0].message
-        return self.state or DEFAULT_LINES[self.verdict]
+        return self.state_short or self.state or DEFAULT_LINES[self.verdict]
 
     def codes(self) -> list[str]:
         return [r.code for r in self.reasons]
@@ -416,6 +417,7 @@ class _PodState:
     reasons: list[Reason]
     state: str = ""
     scheduler_message: str = ""
+    state_short: str = ""
 
 
 class _NodeUsage:
@@ -548,7 +550,8 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
         created = md.get("creationTimestamp")
         age = f", created {_ago(created, now)} ago" if created else ""
         who = "the scheduler" if scheduler == "default-scheduler" else f"scheduler {scheduler} (spec.schedulerName)"
-        return _PodState(PENDING, [], f"not scheduled yet: {who} has not reported on it{age}", scheduler_message)
+        return _PodState(PENDING, [], f"not scheduled yet: {who} has not reported on it{age}", scheduler_message,
+                         "not scheduled yet")
     resource = [r for r in status.reasons if r == REASON_TOO_MANY_PODS or r.startswith("Insufficient ")]
     reasons = _resource_reasons(pi, info, resource) if resource else []
     if REASON_NODE_PORTS in status.reasons:
@@ -590,6 +593,15 @@ def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], now: float) 
     return f"pod {name} Pending ({bound})"
 
 
+def _starting_short(statuses: Sequence[Mapping[str, Any]]) -> str:
+    """The waiting reason kubectl shows for a pod still starting ("ContainerCreating")."""
+    for cs in statuses:
+        waiting = _waiting(cs)
+        if waiting and waiting.get("reason"):
+            return str(waiting.get("reason"))
+    return "ContainerCreating" if not statuses else "starting"
+
+
 def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events, min_ready: int, now: float
               ) -> _PodState:
     """A pod's verdict (as if it were of the update revision) and the reasons for it."""
@@ -627,7 +639,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
                                                 f"{'' if restarts == 1 else 's'}{exit_text}",
                                                 f"CrashLoopBackOff ({restarts} restarts)")])
     if phase == "Pending":
-        return _PodState(PENDING, [], _starting_text(pod, statuses, now))
+        return _PodState(PENDING, [], _starting_text(pod, statuses, now), state_short=_starting_short(statuses))
     ready = condition(pod, "Ready")
     if not is_pod_ready(pod):
         since = (ready or {}).get("lastTransitionTime")
@@ -830,6 +842,7 @@ def _explain_pods(nv: NodeVerdict, node: Obj, pods: list[Obj], *, hash_: str, ge
     nv.scheduler_message = state.scheduler_message
     nv.reasons.extend(state.reasons)
     nv.state = state.state
+    nv.state_short = state.state_short
     if chosen is new_pod:
         nv.verdict = state.verdict
     else:

@@ -438,3 +438,13 @@ def test_a_node_whose_pod_count_is_used_up_is_an_insufficient_resource() -> None
     got = explained(ds, [small], pods)["small"]
     assert (got.verdict, got.codes(), got.reasons[0].message) == (
         "pending", ["InsufficientResources"], "Too many pods: 2 of 2 allowed already run there")
+
+
+def test_the_summary_groups_pods_still_starting_by_their_state() -> None:
+    ds = daemonset()
+    pods = [pod(f"p{i}", f"n{i}", ds, phase="Pending", ready=False, containers=[
+        {"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}])
+        for i in range(3)]
+    pods.append(pod("q", "n3", ds, bound=False))
+    exp = explain(ds, ClusterObjects(nodes=[node(f"n{i}") for i in range(4)], pods=pods, daemonsets=[ds]), now=NOW)
+    assert "4 pods Pending: 3 ContainerCreating, 1 not scheduled yet" in exp.summary.message, exp.summary.message
