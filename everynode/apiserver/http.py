@@ -545,15 +545,17 @@ class ApiHttp:
                             first = False
                         else:
                             key = f"table:{include_object}"
-                            line = event.encoded.get(key)
-                            if line is None:
-                                line = self._table_event(rt, event, clock.now(), include_object, columns=False)
-                                event.encoded[key] = line
+                            cached = event.encoded.get(key)
+                            if cached is None:
+                                cached = self._table_event(rt, event, clock.now(), include_object, columns=False)
+                                event.encoded[key] = cached
+                            line = cached
                     else:
-                        line = event.encoded.get("json")
-                        if line is None:
-                            line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
-                            event.encoded["json"] = line
+                        cached = event.encoded.get("json")
+                        if cached is None:
+                            cached = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
+                            event.encoded["json"] = cached
+                        line = cached
                     lines.append(line)
                 # Everything that was ready goes out as one chunk: one TLS record and one send.
                 await response.write(lines[0] if len(lines) == 1 else b"".join(lines))
