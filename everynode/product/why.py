@@ -19,9 +19,10 @@ code that takes it in the cluster, called with the snapshot's objects:
   :func:`classify_node`, exactly as ``plan_rolling_update`` feeds it), so "waiting for budget"
   means the planner did not pick this node, and the nodes named are the ones it counts as
   unavailable (or surging);
-* a pod the scheduler has not bound: the scheduler's own filters (:func:`run_filters`) on a
-  :class:`NodeInfo` of the node with every pod bound there, and its last ``FailedScheduling``
-  event.
+* a pod the scheduler has not bound: the scheduler's own cache of the snapshot, PreFilter state
+  and filters (:func:`run_filters_with_nominated`: inter-pod affinity, spreading and the pods
+  nominated ahead of it included), its scheduling gates and nomination, and its last
+  ``FailedScheduling`` event (else its ``PodScheduled`` condition's message).
 
 Verdict rules (one per node), where "pods" are the DaemonSet's pods targeting the node, terminal
 pods being deleted left out (as the controller leaves them out):
@@ -39,8 +40,8 @@ pods being deleted left out (as the controller leaves them out):
 
 ``NodeNotReady`` is added to any verdict of a node whose Ready condition is not True.
 
-Cost: O(nodes + pods + events) — pods, revisions and events are indexed once; a node's scheduler
-view (all its pods' requests and ports) is built only for nodes with an unbound pod.
+Cost: O(nodes + pods + events) — pods, revisions and events are indexed once; the scheduler's
+cache of the snapshot is built only when some pod of the DaemonSet is unbound.
 """
 
 from __future__ import annotations
@@ -81,7 +82,14 @@ from everynode.controllers.daemonset.update import (
 )
 from everynode.product.clusterdump import ClusterObjects
 from everynode.product.commands_node import format_taint
-from everynode.scheduler.filters import REASON_NODE_PORTS, REASON_TOO_MANY_PODS, run_filters
+from everynode.scheduler.cache import TERMINAL_PHASES, SchedulerCache
+from everynode.scheduler.cycle import prefilter
+from everynode.scheduler.filters import (
+    REASON_ANTI_AFFINITY_RULES,
+    REASON_NODE_PORTS,
+    REASON_TOO_MANY_PODS,
+    run_filters_with_nominated,
+)
 from everynode.scheduler.nodeinfo import ANY_IP, NodeInfo
 from everynode.scheduler.podinfo import PodInfo
 
@@ -421,20 +429,40 @@ class _PodState:
 
 
 class _NodeUsage:
-    """The scheduler's view of nodes, built on demand (only nodes with an unbound pod)."""
+    """The scheduler's cache of the snapshot — every live node, every bound pod that is not
+    terminal, every pod nominated to a node — built on first use (only when some pod of the
+    DaemonSet is unbound), so the filters, their PreFilter state (inter-pod affinity, topology
+    spreading) and the nominated pods counted ahead of a pod are the scheduler's own.  A dump
+    holds no Namespaces: an affinity term's namespaceSelector sees empty namespace labels."""
 
-    def __init__(self, pods: Iterable[Obj]) -> None:
-        self.bound: dict[str, list[Obj]] = {}
-        for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                self.bound.setdefault(node, []).append(pod)
+    def __init__(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
+        self._nodes = nodes
+        self._pods = pods
+        self._cache: SchedulerCache | None = None
 
-    def info(self, node: Obj) -> NodeInfo:
-        info = NodeInfo(node)
-        for pod in self.bound.get(_name(node), ()):
-            info.add_pod(PodInfo(pod))
-        return info
+    @property
+    def cache(self) -> SchedulerCache:
+        if self._cache is None:
+            cache = SchedulerCache()
+            for node in self._nodes:
+                cache.set_node(node)
+            nominated: list[tuple[PodInfo, str]] = []
+            for pod in self._pods:
+                spec = pod.get("spec") or {}
+                if spec.get("nodeName"):
+                    if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+                        cache.set_pod(PodInfo(pod))
+                elif (name := (pod.get("status") or {}).get("nominatedNodeName")) and \
+                        not _meta(pod).get("deletionTimestamp"):
+                    nominated.append((PodInfo(pod), name))
+            for pi, name in nominated:
+                cache.nominate(pi, name)
+            self._cache = cache
+        return self._cache
+
+    def bound(self, node: str) -> list[Obj]:
+        info = self.cache.node(node)
+        return [pi.pod for pi in info.pods.values()] if info is not None else []
 
 
 def _quantity_text(name: str, amount: int) -> str:
@@ -447,7 +475,21 @@ def _quantity_text(name: str, amount: int) -> str:
     return str(amount)
 
 
+def _nominated_ahead(pi: PodInfo, info: NodeInfo) -> list[PodInfo]:
+    """Pods nominated to the node that the scheduler counts as already there for ``pi``
+    (priority at least its own: ``RunFilterPluginsWithNominatedPods``)."""
+    return sorted((n for k, n in info.nominated.items() if k != pi.key and n.priority >= pi.priority
+                   and k not in info.pods), key=lambda n: n.key)
+
+
 def _resource_reasons(pi: PodInfo, info: NodeInfo, reasons: Sequence[str]) -> list[Reason]:
+    ahead = _nominated_ahead(pi, info)
+    if ahead:  # the numbers the scheduler saw: the nominated pods' requests count
+        info = info.clone_usage()
+        for n in ahead:
+            info.add_pod(n)
+    nominated_text = f"; counted ahead: {', '.join(f'{n.key} (nominated here, priority {n.priority})' for n in ahead)}" \
+        if ahead else ""
     out: list[Reason] = []
     for text in reasons:
         if text == REASON_TOO_MANY_PODS:
@@ -466,7 +508,7 @@ def _resource_reasons(pi: PodInfo, info: NodeInfo, reasons: Sequence[str]) -> li
         out.append(Reason(INSUFFICIENT_RESOURCES,
                           f"Insufficient {resource}: requests {_quantity_text(resource, want)}, free "
                           f"{_quantity_text(resource, free)} (allocatable {_quantity_text(resource, alloc)} minus "
-                          f"{_quantity_text(resource, used)} requested by {len(info.pods)} pods)",
+                          f"{_quantity_text(resource, used)} requested by {len(info.pods)} pods){nominated_text}",
                           f"Insufficient {resource}"))
     return out
 
@@ -496,7 +538,7 @@ def _preempting_reason(pod: Obj, nominated: str, usage: _NodeUsage, now: float) 
     scheduler deleted them; a pod nominated there does not preempt again while one is going)."""
     name = _meta(pod).get("name") or ""
     priority = _priority(pod)
-    victims = sorted((p for p in usage.bound.get(nominated, ())
+    victims = sorted((p for p in usage.bound(nominated)
                       if _meta(p).get("deletionTimestamp") and _priority(p) < priority),
                      key=lambda p: (_meta(p).get("namespace") or "", _name(p)))
     named = [f"{_meta(v).get('namespace') or ''}/{_name(v)} ({_terminating_reason(v, now).short})"
@@ -506,6 +548,28 @@ def _preempting_reason(pod: Obj, nominated: str, usage: _NodeUsage, now: float) 
         " (none is left: the scheduler binds it at its next attempt)"
     return Reason(PREEMPTING, f"pod {name} (priority {priority}) is nominated to node {nominated} and waits for "
                               f"the pods it preempts to go{who}", "preempting")
+
+
+def _anti_affinity_reasons(pi: PodInfo, info: NodeInfo, cache: SchedulerCache, scheduler_message: str
+                           ) -> list[Reason]:
+    """The pod's own required anti-affinity refuses the node: name the pods in the node's
+    topology domain that a term matches (the message the scheduler gives does not)."""
+    terms = pi.pod_affinity.required_anti if pi.pod_affinity is not None else ()
+    found: list[str] = []
+    for term in terms:
+        value = info.labels.get(term.topology_key)
+        if value is None:
+            continue
+        for other, other_node in cache.live_pods():
+            if other.key != pi.key and other_node.labels.get(term.topology_key) == value and \
+                    term.matches(other.namespace, other.labels, cache.ns_labels.get(other.namespace)):
+                found.append(f"{other.key} on {other_node.name} ({term.topology_key}={value})")
+    said = f"; the scheduler said: {scheduler_message}" if scheduler_message else ""
+    if not found:
+        return [Reason(UNSCHEDULABLE, f"{REASON_ANTI_AFFINITY_RULES}{said}", "pod anti-affinity")]
+    more = len(found) - NAMED_BUDGET_USERS
+    who = ", ".join(found[:NAMED_BUDGET_USERS]) + (f" and {more} more" if more > 0 else "")
+    return [Reason(UNSCHEDULABLE, f"required pod anti-affinity: {who} matches{said}", "pod anti-affinity")]
 
 
 def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Events, now: float) -> _PodState:
@@ -537,8 +601,12 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
         return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node does not exist")],
                          scheduler_message=scheduler_message)
     pi = PodInfo(pod)
-    info = usage.info(node)
-    status = run_filters(pi, info)
+    cache = usage.cache
+    info = cache.node(_name(node))
+    if info is None:
+        return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node is not schedulable")],
+                         scheduler_message=scheduler_message)
+    status = run_filters_with_nominated(pi, info, prefilter(pi, cache))
     if status is None:
         if scheduler_message:
             return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"fits the node now; the scheduler said: "
@@ -556,6 +624,8 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
     reasons = _resource_reasons(pi, info, resource) if resource else []
     if REASON_NODE_PORTS in status.reasons:
         reasons.extend(_port_holders(pi, info))
+    if REASON_ANTI_AFFINITY_RULES in status.reasons:
+        reasons.extend(_anti_affinity_reasons(pi, info, cache, scheduler_message))
     if not reasons:
         reasons.append(Reason(UNSCHEDULABLE, scheduler_message or f"the scheduler refuses the node: "
                                                                   f"{', '.join(status.reasons)}",
@@ -747,7 +817,7 @@ def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
         if target is not None:
             ds_pods.setdefault(target, []).append(pod)
     events = _index_events(objects.events, ds)
-    usage = _NodeUsage(objects.pods)
+    usage = _NodeUsage(objects.nodes, objects.pods)
     nodes = sorted(objects.nodes, key=_name)
     fits = {_name(n): placement.fit(n) for n in nodes}
 

@@ -448,3 +448,33 @@ def test_the_summary_groups_pods_still_starting_by_their_state() -> None:
     pods.append(pod("q", "n3", ds, bound=False))
     exp = explain(ds, ClusterObjects(nodes=[node(f"n{i}") for i in range(4)], pods=pods, daemonsets=[ds]), now=NOW)
     assert "4 pods Pending: 3 ContainerCreating, 1 not scheduled yet" in exp.summary.message, exp.summary.message
+
+
+def test_the_scheduler_s_own_view_anti_affinity_and_pods_nominated_ahead() -> None:
+    ds = daemonset(requests={"cpu": "1"})
+    ds["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "exclusive"}}, "topologyKey": "kubernetes.io/hostname",
+         "namespaces": ["default"]}]}}
+    loner = other_pod("loner", "taken")
+    loner["metadata"]["labels"] = {"role": "exclusive"}
+    big = other_pod("web", "promised")  # not bound yet: nominated there, priority above the DaemonSet's
+    del big["spec"]["nodeName"]
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3500m"}}
+    big["spec"]["priority"] = 100
+    big["status"] = {"phase": "Pending", "nominatedNodeName": "promised"}
+    nodes = [node(n, labels={"kubernetes.io/hostname": n}) for n in ("taken", "promised")]
+    refused = pod("a", "taken", ds, bound=False)  # the pin joins the template's pod anti-affinity
+    refused["spec"]["affinity"]["podAntiAffinity"] = ds["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    pods = [loner, big, refused, pod("b", "promised", ds, bound=False)]
+    events = [{"kind": "Event", "reason": "FailedScheduling", "lastTimestamp": ts(5),
+               "message": "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+               "involvedObject": {"kind": "Pod", "namespace": NS, "name": "a"}}]
+    got = explained(ds, nodes, pods, events)
+    assert (got["taken"].verdict, got["taken"].codes()) == ("pending", ["Unschedulable"])
+    assert got["taken"].reasons[0].message == (
+        "required pod anti-affinity: default/loner on taken (kubernetes.io/hostname=taken) matches; the scheduler "
+        "said: 0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.")
+    assert (got["promised"].verdict, got["promised"].codes()) == ("pending", ["InsufficientResources"])
+    assert got["promised"].reasons[0].message == (
+        "Insufficient cpu: requests 1, free 500m (allocatable 4 minus 3500m requested by 1 pods); counted ahead: "
+        "default/web (nominated here, priority 100)")
