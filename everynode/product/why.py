@@ -41,7 +41,8 @@ pods being deleted left out (as the controller leaves them out):
 ``NodeNotReady`` is added to any verdict of a node whose Ready condition is not True.
 
 Cost: O(nodes + pods + events) — pods, revisions and events are indexed once; the scheduler's
-cache of the snapshot is built only when some pod of the DaemonSet is unbound.
+view of a node is built only for a node with an unbound pod, and its whole cache only when such a
+pod needs cluster-wide filters (inter-pod affinity, spreading).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ from everynode.scheduler.filters import (
 )
 from everynode.scheduler.nodeinfo import ANY_IP, NodeInfo
 from everynode.scheduler.podinfo import PodInfo
+from everynode.scheduler.topologyspread import hard_constraints
 
 Obj = dict[str, Any]
 
@@ -429,40 +431,66 @@ class _PodState:
 
 
 class _NodeUsage:
-    """The scheduler's cache of the snapshot — every live node, every bound pod that is not
-    terminal, every pod nominated to a node — built on first use (only when some pod of the
-    DaemonSet is unbound), so the filters, their PreFilter state (inter-pod affinity, topology
-    spreading) and the nominated pods counted ahead of a pod are the scheduler's own.  A dump
-    holds no Namespaces: an affinity term's namespaceSelector sees empty namespace labels."""
+    """The scheduler's view of the snapshot's nodes, as cheap as the pod allows.
+
+    A pod whose filters are all node-local (no pod affinity of its own, no DoNotSchedule spread
+    constraint, no pod in the cluster with a required anti-affinity term) is judged on a
+    :class:`NodeInfo` of its node alone — the node, the pods bound there that are not terminal,
+    the pods nominated there.  Any other pod needs the cluster-wide PreFilter state, so the
+    scheduler's whole cache of the snapshot is built, once (for 5,000 nodes it costs about as
+    much as the rest of the explanation).  Either way the filters are the scheduler's own
+    (:func:`run_filters_with_nominated`).  A dump holds no Namespaces: an affinity term's
+    namespaceSelector sees empty namespace labels."""
 
     def __init__(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
         self._nodes = nodes
-        self._pods = pods
+        self._bound: dict[str, list[Obj]] = {}
+        self._nominated: dict[str, list[Obj]] = {}
+        self._any_required_anti = False
+        for pod in pods:
+            spec = pod.get("spec") or {}
+            node = spec.get("nodeName")
+            if node:
+                if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+                    self._bound.setdefault(node, []).append(pod)
+                    anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+                    if anti.get("requiredDuringSchedulingIgnoredDuringExecution"):
+                        self._any_required_anti = True
+            elif (name := (pod.get("status") or {}).get("nominatedNodeName")) and \
+                    not _meta(pod).get("deletionTimestamp"):
+                self._nominated.setdefault(name, []).append(pod)
         self._cache: SchedulerCache | None = None
 
-    @property
-    def cache(self) -> SchedulerCache:
+    def bound(self, node: str) -> list[Obj]:
+        return self._bound.get(node, [])
+
+    def _full_cache(self) -> SchedulerCache:
         if self._cache is None:
             cache = SchedulerCache()
             for node in self._nodes:
                 cache.set_node(node)
-            nominated: list[tuple[PodInfo, str]] = []
-            for pod in self._pods:
-                spec = pod.get("spec") or {}
-                if spec.get("nodeName"):
-                    if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-                        cache.set_pod(PodInfo(pod))
-                elif (name := (pod.get("status") or {}).get("nominatedNodeName")) and \
-                        not _meta(pod).get("deletionTimestamp"):
-                    nominated.append((PodInfo(pod), name))
-            for pi, name in nominated:
-                cache.nominate(pi, name)
+            for pods in self._bound.values():
+                for pod in pods:
+                    cache.set_pod(PodInfo(pod))
+            for name, pods in self._nominated.items():
+                for pod in pods:
+                    cache.nominate(PodInfo(pod), name)
             self._cache = cache
         return self._cache
 
-    def bound(self, node: str) -> list[Obj]:
-        info = self.cache.node(node)
-        return [pi.pod for pi in info.pods.values()] if info is not None else []
+    def view(self, pi: PodInfo, node: Obj) -> tuple[NodeInfo | None, SchedulerCache | None]:
+        """The node as the scheduler sees it for ``pi``, and the cache when ``pi`` needs the
+        cluster-wide filters (None: node-local filters only)."""
+        if self._any_required_anti or pi.has_pod_affinity or hard_constraints(pi):
+            cache = self._full_cache()
+            return cache.node(_name(node)), cache
+        info = NodeInfo(node)
+        for pod in self._bound.get(_name(node), ()):
+            info.add_pod(PodInfo(pod))
+        for pod in self._nominated.get(_name(node), ()):
+            other = PodInfo(pod)
+            info.nominated[other.key] = other
+        return info, None
 
 
 def _quantity_text(name: str, amount: int) -> str:
@@ -601,12 +629,11 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
         return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node does not exist")],
                          scheduler_message=scheduler_message)
     pi = PodInfo(pod)
-    cache = usage.cache
-    info = cache.node(_name(node))
+    info, cache = usage.view(pi, node)
     if info is None:
         return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node is not schedulable")],
                          scheduler_message=scheduler_message)
-    status = run_filters_with_nominated(pi, info, prefilter(pi, cache))
+    status = run_filters_with_nominated(pi, info, prefilter(pi, cache) if cache is not None else None)
     if status is None:
         if scheduler_message:
             return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"fits the node now; the scheduler said: "
@@ -624,7 +651,7 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
     reasons = _resource_reasons(pi, info, resource) if resource else []
     if REASON_NODE_PORTS in status.reasons:
         reasons.extend(_port_holders(pi, info))
-    if REASON_ANTI_AFFINITY_RULES in status.reasons:
+    if REASON_ANTI_AFFINITY_RULES in status.reasons and cache is not None:
         reasons.extend(_anti_affinity_reasons(pi, info, cache, scheduler_message))
     if not reasons:
         reasons.append(Reason(UNSCHEDULABLE, scheduler_message or f"the scheduler refuses the node: "
