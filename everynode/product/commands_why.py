@@ -6,6 +6,9 @@ writes.  Exit 0 when it could answer; 1 with one line on stderr when it could no
 DaemonSet (kubectl's ``Error from server (NotFound)`` words when asked live), no such node for
 ``--node``, an unreachable server, an unreadable dump.
 
+Ages ("not Ready for 4m", "terminating for 30s") are measured against now when live, and
+against the dump's own moment — its newest timestamp, see :func:`dump_now` — from a dump.
+
 Which DaemonSet: ``NAME`` or ``ds/NAME`` (also ``daemonset/``, ``daemonsets/``,
 ``daemonsets.apps/``, as kubectl takes them).  Live, the namespace is ``-n`` or the kubeconfig's;
 in a dump, without ``-n``, the one DaemonSet of that name (an error names the namespaces when
@@ -83,7 +86,17 @@ def explain_dump(path: Path, name: str, namespace: str | None) -> tuple[Explanat
     if len(candidates) > 1:
         spaces = ", ".join(sorted((ds.get("metadata") or {}).get("namespace") or "" for ds in candidates))
         raise ValueError(f'error: daemonset "{name}" exists in namespaces {spaces} of dump {path}: choose one with -n')
-    return explain(candidates[0], objects, now=Clock().now()), objects
+    return explain(candidates[0], objects, now=dump_now(objects, Clock().now())), objects
+
+
+def dump_now(objects: ClusterObjects, now: float) -> float:
+    """The "now" a dump is explained at: its own moment (:func:`~everynode.product.clusterdump.dump_time`,
+    the newest timestamp in it), never later than ``now`` (a clock ahead of ours must not make
+    ages negative), ``now`` when the dump has no timestamp at all."""
+    from everynode.product.clusterdump import dump_time
+
+    taken = dump_time(objects)
+    return now if taken is None else min(taken, now)
 
 
 @click.command("why")

@@ -19,9 +19,10 @@ code that takes it in the cluster, called with the snapshot's objects:
   :func:`classify_node`, exactly as ``plan_rolling_update`` feeds it), so "waiting for budget"
   means the planner did not pick this node, and the nodes named are the ones it counts as
   unavailable (or surging);
-* a pod the scheduler has not bound: the scheduler's own filters (:func:`run_filters`) on a
-  :class:`NodeInfo` of the node with every pod bound there, and its last ``FailedScheduling``
-  event.
+* a pod the scheduler has not bound: the scheduler's own cache of the snapshot, PreFilter state
+  and filters (:func:`run_filters_with_nominated`: inter-pod affinity, spreading and the pods
+  nominated ahead of it included), its scheduling gates and nomination, and its last
+  ``FailedScheduling`` event (else its ``PodScheduled`` condition's message).
 
 Verdict rules (one per node), where "pods" are the DaemonSet's pods targeting the node, terminal
 pods being deleted left out (as the controller leaves them out):
@@ -39,8 +40,9 @@ pods being deleted left out (as the controller leaves them out):
 
 ``NodeNotReady`` is added to any verdict of a node whose Ready condition is not True.
 
-Cost: O(nodes + pods + events) — pods, revisions and events are indexed once; a node's scheduler
-view (all its pods' requests and ports) is built only for nodes with an unbound pod.
+Cost: O(nodes + pods + events) — pods, revisions and events are indexed once; the scheduler's
+view of a node is built only for a node with an unbound pod, and its whole cache only when such a
+pod needs cluster-wide filters (inter-pod affinity, spreading).
 """
 
 from __future__ import annotations
@@ -81,9 +83,17 @@ from everynode.controllers.daemonset.update import (
 )
 from everynode.product.clusterdump import ClusterObjects
 from everynode.product.commands_node import format_taint
-from everynode.scheduler.filters import REASON_NODE_PORTS, REASON_TOO_MANY_PODS, run_filters
+from everynode.scheduler.cache import TERMINAL_PHASES, SchedulerCache
+from everynode.scheduler.cycle import prefilter
+from everynode.scheduler.filters import (
+    REASON_ANTI_AFFINITY_RULES,
+    REASON_NODE_PORTS,
+    REASON_TOO_MANY_PODS,
+    run_filters_with_nominated,
+)
 from everynode.scheduler.nodeinfo import ANY_IP, NodeInfo
 from everynode.scheduler.podinfo import PodInfo
+from everynode.scheduler.topologyspread import hard_constraints
 
 Obj = dict[str, Any]
 
@@ -144,7 +154,8 @@ class NodeVerdict:
     should_run: bool = False
     should_continue: bool = False
     pods: list[Obj] = field(default_factory=list)  # the DaemonSet's pods targeting this node
-    state: str = ""  # the pod's state in a few words when no reason says it ("ContainerCreating")
+    state: str = ""  # the pod's state when no reason says it ("pod x Pending: container main ContainerCreating")
+    state_short: str = ""  # the same in a few words, for summaries ("ContainerCreating")
     scheduler_message: str = ""  # the pod's last FailedScheduling message
 
     @property
@@ -158,7 +169,7 @@ class NodeVerdict:
     def short(self) -> str:
         if self.reasons:
             return self.reasons[0].short or self.reasons[0].message
-        return self.state or DEFAULT_LINES[self.verdict]
+        return self.state_short or self.state or DEFAULT_LINES[self.verdict]
 
     def codes(self) -> list[str]:
         return [r.code for r in self.reasons]
@@ -416,23 +427,70 @@ class _PodState:
     reasons: list[Reason]
     state: str = ""
     scheduler_message: str = ""
+    state_short: str = ""
 
 
 class _NodeUsage:
-    """The scheduler's view of nodes, built on demand (only nodes with an unbound pod)."""
+    """The scheduler's view of the snapshot's nodes, as cheap as the pod allows.
 
-    def __init__(self, pods: Iterable[Obj]) -> None:
-        self.bound: dict[str, list[Obj]] = {}
+    A pod whose filters are all node-local (no pod affinity of its own, no DoNotSchedule spread
+    constraint, no pod in the cluster with a required anti-affinity term) is judged on a
+    :class:`NodeInfo` of its node alone — the node, the pods bound there that are not terminal,
+    the pods nominated there.  Any other pod needs the cluster-wide PreFilter state, so the
+    scheduler's whole cache of the snapshot is built, once (for 5,000 nodes it costs about as
+    much as the rest of the explanation).  Either way the filters are the scheduler's own
+    (:func:`run_filters_with_nominated`).  A dump holds no Namespaces: an affinity term's
+    namespaceSelector sees empty namespace labels."""
+
+    def __init__(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> None:
+        self._nodes = nodes
+        self._bound: dict[str, list[Obj]] = {}
+        self._nominated: dict[str, list[Obj]] = {}
+        self._any_required_anti = False
         for pod in pods:
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                self.bound.setdefault(node, []).append(pod)
+            spec = pod.get("spec") or {}
+            node = spec.get("nodeName")
+            if node:
+                if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+                    self._bound.setdefault(node, []).append(pod)
+                    anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+                    if anti.get("requiredDuringSchedulingIgnoredDuringExecution"):
+                        self._any_required_anti = True
+            elif (name := (pod.get("status") or {}).get("nominatedNodeName")) and \
+                    not _meta(pod).get("deletionTimestamp"):
+                self._nominated.setdefault(name, []).append(pod)
+        self._cache: SchedulerCache | None = None
 
-    def info(self, node: Obj) -> NodeInfo:
+    def bound(self, node: str) -> list[Obj]:
+        return self._bound.get(node, [])
+
+    def _full_cache(self) -> SchedulerCache:
+        if self._cache is None:
+            cache = SchedulerCache()
+            for node in self._nodes:
+                cache.set_node(node)
+            for pods in self._bound.values():
+                for pod in pods:
+                    cache.set_pod(PodInfo(pod))
+            for name, pods in self._nominated.items():
+                for pod in pods:
+                    cache.nominate(PodInfo(pod), name)
+            self._cache = cache
+        return self._cache
+
+    def view(self, pi: PodInfo, node: Obj) -> tuple[NodeInfo | None, SchedulerCache | None]:
+        """The node as the scheduler sees it for ``pi``, and the cache when ``pi`` needs the
+        cluster-wide filters (None: node-local filters only)."""
+        if self._any_required_anti or pi.has_pod_affinity or hard_constraints(pi):
+            cache = self._full_cache()
+            return cache.node(_name(node)), cache
         info = NodeInfo(node)
-        for pod in self.bound.get(_name(node), ()):
+        for pod in self._bound.get(_name(node), ()):
             info.add_pod(PodInfo(pod))
-        return info
+        for pod in self._nominated.get(_name(node), ()):
+            other = PodInfo(pod)
+            info.nominated[other.key] = other
+        return info, None
 
 
 def _quantity_text(name: str, amount: int) -> str:
@@ -445,7 +503,21 @@ def _quantity_text(name: str, amount: int) -> str:
     return str(amount)
 
 
+def _nominated_ahead(pi: PodInfo, info: NodeInfo) -> list[PodInfo]:
+    """Pods nominated to the node that the scheduler counts as already there for ``pi``
+    (priority at least its own: ``RunFilterPluginsWithNominatedPods``)."""
+    return sorted((n for k, n in info.nominated.items() if k != pi.key and n.priority >= pi.priority
+                   and k not in info.pods), key=lambda n: n.key)
+
+
 def _resource_reasons(pi: PodInfo, info: NodeInfo, reasons: Sequence[str]) -> list[Reason]:
+    ahead = _nominated_ahead(pi, info)
+    if ahead:  # the numbers the scheduler saw: the nominated pods' requests count
+        info = info.clone_usage()
+        for n in ahead:
+            info.add_pod(n)
+    nominated_text = f"; counted ahead: {', '.join(f'{n.key} (nominated here, priority {n.priority})' for n in ahead)}" \
+        if ahead else ""
     out: list[Reason] = []
     for text in reasons:
         if text == REASON_TOO_MANY_PODS:
@@ -464,7 +536,7 @@ def _resource_reasons(pi: PodInfo, info: NodeInfo, reasons: Sequence[str]) -> li
         out.append(Reason(INSUFFICIENT_RESOURCES,
                           f"Insufficient {resource}: requests {_quantity_text(resource, want)}, free "
                           f"{_quantity_text(resource, free)} (allocatable {_quantity_text(resource, alloc)} minus "
-                          f"{_quantity_text(resource, used)} requested by {len(info.pods)} pods)",
+                          f"{_quantity_text(resource, used)} requested by {len(info.pods)} pods){nominated_text}",
                           f"Insufficient {resource}"))
     return out
 
@@ -481,31 +553,106 @@ def _port_holders(pi: PodInfo, info: NodeInfo) -> list[Reason]:
     return out or [Reason(HOST_PORT_CONFLICT, "a wanted host port is held by another pod", "host port in use")]
 
 
-def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Events) -> _PodState:
+def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return condition(pod, "PodScheduled") or {}
+
+
+def _priority(pod: Mapping[str, Any]) -> int:
+    return int((pod.get("spec") or {}).get("priority") or 0)
+
+
+def _preempting_reason(pod: Obj, nominated: str, usage: _NodeUsage, now: float) -> Reason:
+    """Nominated: the victims are the lower-priority pods still terminating on that node (the
+    scheduler deleted them; a pod nominated there does not preempt again while one is going)."""
+    name = _meta(pod).get("name") or ""
+    priority = _priority(pod)
+    victims = sorted((p for p in usage.bound(nominated)
+                      if _meta(p).get("deletionTimestamp") and _priority(p) < priority),
+                     key=lambda p: (_meta(p).get("namespace") or "", _name(p)))
+    named = [f"{_meta(v).get('namespace') or ''}/{_name(v)} ({_terminating_reason(v, now).short})"
+             for v in victims[:NAMED_BUDGET_USERS]]
+    more = len(victims) - len(named)
+    who = (": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")) if named else \
+        " (none is left: the scheduler binds it at its next attempt)"
+    return Reason(PREEMPTING, f"pod {name} (priority {priority}) is nominated to node {nominated} and waits for "
+                              f"the pods it preempts to go{who}", "preempting")
+
+
+def _anti_affinity_reasons(pi: PodInfo, info: NodeInfo, cache: SchedulerCache, scheduler_message: str
+                           ) -> list[Reason]:
+    """The pod's own required anti-affinity refuses the node: name the pods in the node's
+    topology domain that a term matches (the message the scheduler gives does not)."""
+    terms = pi.pod_affinity.required_anti if pi.pod_affinity is not None else ()
+    found: list[str] = []
+    for term in terms:
+        value = info.labels.get(term.topology_key)
+        if value is None:
+            continue
+        for other, other_node in cache.live_pods():
+            if other.key != pi.key and other_node.labels.get(term.topology_key) == value and \
+                    term.matches(other.namespace, other.labels, cache.ns_labels.get(other.namespace)):
+                found.append(f"{other.key} on {other_node.name} ({term.topology_key}={value})")
+    said = f"; the scheduler said: {scheduler_message}" if scheduler_message else ""
+    if not found:
+        return [Reason(UNSCHEDULABLE, f"{REASON_ANTI_AFFINITY_RULES}{said}", "pod anti-affinity")]
+    more = len(found) - NAMED_BUDGET_USERS
+    who = ", ".join(found[:NAMED_BUDGET_USERS]) + (f" and {more} more" if more > 0 else "")
+    return [Reason(UNSCHEDULABLE, f"required pod anti-affinity: {who} matches{said}", "pod anti-affinity")]
+
+
+def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Events, now: float) -> _PodState:
+    """A pod the scheduler has not bound, in the order the scheduler meets it: a gated pod never
+    enters the queue (``SchedulingGates`` pre-enqueue), a nominated one waits for its victims,
+    else the filters on its node say what refuses it.
+
+    The scheduler's words come from its last ``FailedScheduling`` event, else from the pod's
+    ``PodScheduled`` condition (reason ``Unschedulable``), which carries the same message and,
+    unlike the event (kept an hour by default), stays as long as the pod is refused."""
     md = _meta(pod)
+    spec = pod.get("spec") or {}
     key = (md.get("namespace") or "", md.get("name") or "")
+    scheduled = _scheduled_condition(pod)
     scheduler_message = events.failed_scheduling.get(key, (0.0, ""))[1]
+    if not scheduler_message and scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+        scheduler_message = str(scheduled.get("message") or "")
+    gates = [str(g.get("name") or "") for g in spec.get("schedulingGates") or () if isinstance(g, Mapping)]
+    if gates:
+        return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"pod {key[1]} is SchedulingGated: the scheduler does not "
+                                                         f"consider it until its schedulingGates are removed "
+                                                         f"({', '.join(gates)})", f"schedulingGates {', '.join(gates)}")],
+                         scheduler_message=scheduler_message)
     nominated = (pod.get("status") or {}).get("nominatedNodeName")
     if nominated:
-        return _PodState(PENDING, [Reason(PREEMPTING, f"pod {key[1]} is nominated to node {nominated} and waits "
-                                                      f"for the pods it preempts to go", "preempting")],
+        return _PodState(PENDING, [_preempting_reason(pod, nominated, usage, now)],
                          scheduler_message=scheduler_message)
     if node is None:
         return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node does not exist")],
                          scheduler_message=scheduler_message)
     pi = PodInfo(pod)
-    info = usage.info(node)
-    status = run_filters(pi, info)
+    info, cache = usage.view(pi, node)
+    if info is None:
+        return _PodState(PENDING, [Reason(UNSCHEDULABLE, scheduler_message or "the pod's node is not schedulable")],
+                         scheduler_message=scheduler_message)
+    status = run_filters_with_nominated(pi, info, prefilter(pi, cache) if cache is not None else None)
     if status is None:
         if scheduler_message:
             return _PodState(PENDING, [Reason(UNSCHEDULABLE, f"fits the node now; the scheduler said: "
                                                              f"{scheduler_message}", "unschedulable")],
                              scheduler_message=scheduler_message)
-        return _PodState(PENDING, [], "not scheduled yet", scheduler_message)
+        # No refusal anywhere: the scheduler has not tried the pod yet.  No contract code says
+        # "not tried yet", so the state says it, naming the scheduler a custom schedulerName waits for.
+        scheduler = spec.get("schedulerName") or "default-scheduler"
+        created = md.get("creationTimestamp")
+        age = f", created {_ago(created, now)} ago" if created else ""
+        who = "the scheduler" if scheduler == "default-scheduler" else f"scheduler {scheduler} (spec.schedulerName)"
+        return _PodState(PENDING, [], f"not scheduled yet: {who} has not reported on it{age}", scheduler_message,
+                         "not scheduled yet")
     resource = [r for r in status.reasons if r == REASON_TOO_MANY_PODS or r.startswith("Insufficient ")]
     reasons = _resource_reasons(pi, info, resource) if resource else []
     if REASON_NODE_PORTS in status.reasons:
         reasons.extend(_port_holders(pi, info))
+    if REASON_ANTI_AFFINITY_RULES in status.reasons and cache is not None:
+        reasons.extend(_anti_affinity_reasons(pi, info, cache, scheduler_message))
     if not reasons:
         reasons.append(Reason(UNSCHEDULABLE, scheduler_message or f"the scheduler refuses the node: "
                                                                   f"{', '.join(status.reasons)}",
@@ -522,13 +669,43 @@ def _waiting(cs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (cs.get("state") or {}).get("waiting")
 
 
+def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], now: float) -> str:
+    """A bound pod whose containers have not started, as ``kubectl get pod`` shows it
+    (``ContainerCreating``, ``PodInitializing``, ``CreateContainerConfigError`` with the kubelet's
+    message) and how long ago it was bound.  No contract code covers "starting", so this is the
+    node's state, not a reason (see the report on issue 14 for the proposed code)."""
+    md = _meta(pod)
+    name = md.get("name") or ""
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    scheduled = _scheduled_condition(pod)
+    since = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
+    bound = f"bound to {node} {_ago(since, now)} ago" if since else f"bound to {node}"
+    for cs in statuses:
+        waiting = _waiting(cs)
+        if waiting and waiting.get("reason"):
+            message = f": {waiting.get('message')}" if waiting.get("message") else ""
+            return f"pod {name} Pending: container {cs.get('name', '')} {waiting.get('reason')}{message} ({bound})"
+    if not statuses:
+        return f"pod {name} Pending: ContainerCreating, no container status reported yet ({bound})"
+    return f"pod {name} Pending ({bound})"
+
+
+def _starting_short(statuses: Sequence[Mapping[str, Any]]) -> str:
+    """The waiting reason kubectl shows for a pod still starting ("ContainerCreating")."""
+    for cs in statuses:
+        waiting = _waiting(cs)
+        if waiting and waiting.get("reason"):
+            return str(waiting.get("reason"))
+    return "ContainerCreating" if not statuses else "starting"
+
+
 def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events, min_ready: int, now: float
               ) -> _PodState:
     """A pod's verdict (as if it were of the update revision) and the reasons for it."""
     md = _meta(pod)
     name = md.get("name") or ""
     if not (pod.get("spec") or {}).get("nodeName"):
-        return _unbound_state(pod, node, usage, events)
+        return _unbound_state(pod, node, usage, events, now)
     phase = (pod.get("status") or {}).get("phase") or "Pending"
     if phase == "Failed":
         status = pod.get("status") or {}
@@ -559,8 +736,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
                                                 f"{'' if restarts == 1 else 's'}{exit_text}",
                                                 f"CrashLoopBackOff ({restarts} restarts)")])
     if phase == "Pending":
-        reason = next((str(w.get("reason")) for cs in statuses if (w := _waiting(cs)) and w.get("reason")), "")
-        return _PodState(PENDING, [], f"pod {name} Pending{': ' + reason if reason else ''}")
+        return _PodState(PENDING, [], _starting_text(pod, statuses, now), state_short=_starting_short(statuses))
     ready = condition(pod, "Ready")
     if not is_pod_ready(pod):
         since = (ready or {}).get("lastTransitionTime")
@@ -600,6 +776,20 @@ def _node_not_ready(node: Obj, now: float) -> Reason | None:
 
 
 def _failed_backoff(node: str, events: _Events, now: float) -> Reason | None:
+    """The backoff left after failed pods on ``node`` were deleted, estimated from the DaemonSet's
+    ``FailedDaemonPod`` events when no failed pod is there any more.
+
+    Upstream (``pkg/controller/daemon``, ``podsShouldBeOnNode``): each deletion of a failed pod
+    calls ``failedPodsBackoff.Next`` and emits one ``FailedDaemonPod`` event; the backoff is
+    ``flowcontrol.NewBackOff(1s, 15m)`` (no jitter) — the first delay 1 s, doubled by each
+    further ``Next`` up to 15 min, restarted at 1 s once the key has been quiet for twice the
+    maximum (30 min).  So after N deletions the controller waits ``min(1s · 2^(N-1), 15m)`` from
+    the last one: N is the events' summed ``count`` (``count`` and aggregated "combined from
+    similar events" entries included), the time the newest one's.  What the events cannot
+    show makes this an estimate: the key includes the DaemonSet's observedGeneration (a spec
+    change restarts at 1 s), a restarted controller forgets its backoff, and events expire
+    (an hour by default) — each makes the real wait shorter, never longer.
+    """
     held = events.failed_daemon_pod.get(node)
     if held is None:
         return None
@@ -654,7 +844,7 @@ def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
         if target is not None:
             ds_pods.setdefault(target, []).append(pod)
     events = _index_events(objects.events, ds)
-    usage = _NodeUsage(objects.pods)
+    usage = _NodeUsage(objects.nodes, objects.pods)
     nodes = sorted(objects.nodes, key=_name)
     fits = {_name(n): placement.fit(n) for n in nodes}
 
@@ -749,6 +939,7 @@ def _explain_pods(nv: NodeVerdict, node: Obj, pods: list[Obj], *, hash_: str, ge
     nv.scheduler_message = state.scheduler_message
     nv.reasons.extend(state.reasons)
     nv.state = state.state
+    nv.state_short = state.state_short
     if chosen is new_pod:
         nv.verdict = state.verdict
     else:

@@ -7,14 +7,19 @@ that belong to nodes (a full node, a held host port, a cordon, a NoSchedule tain
 running pods, a stopped kubelet) then show up in every DaemonSet's answer, as on a real cluster:
 
 * worker-1 ``disktype=ssd``, ``zone=a``: the only node ``sel`` and ``aff`` want;
-* worker-2 full: a pod requesting 3500m of its 4 CPUs → ``big`` (1 CPU) Pending there;
-* worker-3: a pod holding host port 8080 → ``port`` Pending there, naming that pod;
+* worker-2 full: a pod requesting 3500m of its 4 CPUs → ``big`` (1 CPU) Pending there; the same
+  pod is labelled ``role=exclusive`` → ``anti`` (required pod anti-affinity to it per hostname)
+  refused there by the scheduler: Unschedulable, naming it, with the FailedScheduling message;
+* worker-3: a pod holding host port 8080 → ``port`` Pending there, naming that pod; and a
+  priority-0 pod holding 15Gi of its 16Gi memory, kept Terminating by a finalizer once preempted
+  → ``prio`` (PriorityClass 1000, 2Gi) nominated there, Preempting, naming that victim;
 * worker-4 cordoned before anything runs: DaemonSet pods tolerate it → ok;
 * worker-5 tainted ``dedicated=x:NoSchedule`` after the pods run → misscheduled;
 * worker-6 kubelet stopped (``everynode node stop``) → NodeNotReady;
 * template behaviours: crash-loop, image-pull-error, never-ready, fail (FailedBackoff), a
   finalizer holding a deleted pod (Terminating), minReadySeconds 3600, OnDelete and a
-  RollingUpdate (maxUnavailable 1) whose new revision never becomes Ready (WaitingForBudget).
+  RollingUpdate (maxUnavailable 1) whose new revision never becomes Ready (WaitingForBudget),
+  and a template with a scheduling gate (``gated``: SchedulingGated pods → Unschedulable).
 """
 
 from __future__ import annotations
@@ -60,9 +65,16 @@ def daemonset(name: str, *, behavior: str | None = None, strategy: dict[str, Any
     return body
 
 
-def plain_pod(name: str, node: str, container: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+def plain_pod(name: str, node: str, container: dict[str, Any], *, finalizer: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": NS}
+    if finalizer:
+        metadata["finalizers"] = [HOLD]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": {"nodeName": node, "containers": [{"name": "main", "image": "other:1", **container}]}}
+
+
+PRIORITY_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "why-e2e-high"},
+                  "value": 1000, "description": "why e2e: a DaemonSet that preempts"}
 
 
 DAEMONSETS = [
@@ -79,6 +91,11 @@ DAEMONSETS = [
     daemonset("budget", strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
     daemonset("fin", finalizer=True),
     daemonset("fail", behavior="fail"),
+    daemonset("anti", pod_spec={"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "exclusive"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+    daemonset("gated", pod_spec={"schedulingGates": [{"name": "everynode.io/test-gate"}]}),
+    daemonset("prio", container={"resources": {"requests": {"memory": "2Gi"}}},
+              pod_spec={"priorityClassName": "why-e2e-high"}),
 ]
 
 
@@ -127,8 +144,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, P
         client.patch("nodes", "worker-2", {"metadata": {"labels": {"disktype": "hdd", "zone": "b"}}},
                      patch_type="merge")
         kubectl(c, "cordon", "worker-4", tmp=tmp)
-        client.create("pods", plain_pod("hog", "worker-2", {"resources": {"requests": {"cpu": "3500m"}}}))
+        hog = plain_pod("hog", "worker-2", {"resources": {"requests": {"cpu": "3500m"}}})
+        hog["metadata"]["labels"] = {"role": "exclusive"}
+        client.create("pods", hog)
         client.create("pods", plain_pod("holder", "worker-3", {"ports": [{"containerPort": 80, "hostPort": 8080}]}))
+        client.create("pods", plain_pod("batch", "worker-3", {"resources": {"requests": {"memory": "15Gi"}}},
+                                        finalizer=True))
+        client.create("priorityclasses.scheduling.k8s.io", PRIORITY_CLASS)
         for ds in DAEMONSETS:
             client.create("daemonsets.apps", ds)
         for name in ("minready", "ondelete", "budget", "fin", "never"):
@@ -191,6 +213,11 @@ EXPECTED: dict[tuple[str, str], tuple[str, str | None]] = {
     ("ondelete", "worker-3"): ("outdated", "OnDeleteStrategy"),
     ("fin", "worker-1"): ("missing", "Terminating"),
     ("fin", "worker-2"): ("ok", None),
+    ("gated", "worker-1"): ("pending", "Unschedulable"),
+    ("anti", "worker-1"): ("ok", None),
+    ("anti", "worker-2"): ("pending", "Unschedulable"),
+    ("prio", "worker-1"): ("ok", None),
+    ("prio", "worker-3"): ("pending", "Preempting"),
 }
 
 
@@ -229,6 +256,16 @@ def test_every_reason_through_json(built: tuple[Cluster, Path]) -> None:
     sel = by_node(why(cluster, "ds/sel"))
     assert sel["worker-2"]["reasons"][0]["message"] == "nodeSelector disktype=ssd: node has disktype=hdd"
     assert sel["worker-3"]["reasons"][0]["message"] == "nodeSelector disktype=ssd: node has no label disktype"
+    gated = by_node(why(cluster, "gated"))["worker-2"]["reasons"][0]["message"]
+    assert gated.endswith("is SchedulingGated: the scheduler does not consider it until its schedulingGates are "
+                          "removed (everynode.io/test-gate)"), gated
+    anti = by_node(why(cluster, "anti"))["worker-2"]["reasons"][0]["message"]
+    assert anti.startswith(f"required pod anti-affinity: {NS}/hog on worker-2 (kubernetes.io/hostname=worker-2) "
+                           "matches; the scheduler said: 0/7 nodes are available: ") and \
+        "1 node(s) didn't match pod anti-affinity rules" in anti, anti
+    preempting = by_node(why(cluster, "prio"))["worker-3"]["reasons"][0]["message"]
+    assert "(priority 1000) is nominated to node worker-3 and waits for the pods it preempts to go: " \
+           f"{NS}/batch (terminating for " in preempting, preempting
     summary = why(cluster, "sel")["summary"]
     assert summary["nodes"] == 7 and summary["desired"] == 1 and summary["excluded"] == 6
     assert summary["message"].startswith("DESIRED 1 of 7 nodes: 6 nodes excluded by nodeSelector disktype=ssd")
@@ -297,7 +334,7 @@ def test_table_node_story_and_errors(built: tuple[Cluster, Path]) -> None:
 
 def test_the_same_cluster_from_a_kubectl_dump_gives_the_same_answer(built: tuple[Cluster, Path]) -> None:
     cluster, tmp = built
-    pending = {"big", "port", "crash", "ondelete", "budget", "fin"}
+    pending = {"big", "port", "crash", "ondelete", "budget", "fin", "gated", "prio", "anti"}
     differences: dict[str, Any] = {}
 
     def shape(answer: dict[str, Any]) -> Any:

@@ -336,3 +336,145 @@ def test_dump_errors_are_one_line_naming_the_file(tmp_path: Path, content: str, 
     empty.mkdir()
     with pytest.raises(DumpError, match="no \\*.yaml"):
         load_dump(empty)
+
+
+def explained(ds: dict[str, Any], nodes: list[dict], pods: list[dict], events: list[dict] | None = None,
+              *, now: float = NOW) -> dict[str, Any]:
+    exp = explain(ds, ClusterObjects(nodes=nodes, pods=pods, daemonsets=[ds], events=events or []), now=now)
+    return {nv.node: nv for nv in exp.nodes}
+
+
+def test_gated_and_preempting_pods_and_a_pod_the_scheduler_has_not_tried() -> None:
+    ds = daemonset(requests={"cpu": "1"})
+    gated = pod("g", "gated", ds, bound=False)
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}, {"name": "example.com/image"}]
+    gated["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                      "message": "Scheduling is blocked due to non-empty scheduling gates"}]
+    preemptor = pod("p", "busy", ds, bound=False, nominated="busy")
+    preemptor["spec"]["priority"] = 1000
+    victim = other_pod("batch-1", "busy", cpu="3500m")
+    victim["metadata"].update(deletionTimestamp=ts(10), deletionGracePeriodSeconds=30)
+    done = pod("d", "freed", ds, bound=False, nominated="freed")
+    waiting = pod("w", "new", ds, bound=False)
+    waiting["metadata"]["creationTimestamp"] = ts(5)
+    custom = pod("c", "custom", ds, bound=False)
+    custom["spec"]["schedulerName"] = "my-scheduler"
+    refused = pod("r", "was-full", ds, bound=False)  # the condition carries the message once the event expired
+    refused["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                        "message": "0/6 nodes are available: 1 Insufficient cpu."}]
+    nodes = [node(n) for n in ("gated", "busy", "freed", "new", "custom", "was-full")]
+    got = explained(ds, nodes, [gated, preemptor, victim, done, waiting, custom, refused])
+    assert (got["gated"].verdict, got["gated"].codes()) == ("pending", ["Unschedulable"])
+    assert got["gated"].reasons[0].message == ("pod g is SchedulingGated: the scheduler does not consider it until "
+                                               "its schedulingGates are removed (example.com/quota, example.com/image)")
+    assert (got["busy"].verdict, got["busy"].codes()) == ("pending", ["Preempting"])
+    assert got["busy"].reasons[0].message == ("pod p (priority 1000) is nominated to node busy and waits for the "
+                                              "pods it preempts to go: default/batch-1 (terminating for 40s)")
+    assert got["freed"].reasons[0].message.endswith("(none is left: the scheduler binds it at its next attempt)")
+    assert (got["new"].verdict, got["new"].reasons) == ("pending", [])
+    assert got["new"].line == "not scheduled yet: the scheduler has not reported on it, created 5s ago"
+    assert got["custom"].line.startswith("not scheduled yet: scheduler my-scheduler (spec.schedulerName) has not")
+    assert (got["was-full"].codes(), got["was-full"].reasons[0].message) == (
+        ["Unschedulable"], "fits the node now; the scheduler said: 0/6 nodes are available: 1 Insufficient cpu.")
+
+
+def test_a_bound_pod_still_starting_says_what_the_kubelet_reports() -> None:
+    ds = daemonset()
+    creating = pod("a", "creating", ds, phase="Pending", ready=False, containers=[
+        {"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}])
+    config = pod("b", "config", ds, phase="Pending", ready=False, containers=[
+        {"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {
+            "reason": "CreateContainerConfigError", "message": 'configmap "agent-config" not found'}}}])
+    fresh = pod("c", "fresh", ds, phase="Pending", ready=False)
+    fresh["status"]["conditions"].append({"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(3)})
+    got = explained(ds, [node("creating"), node("config"), node("fresh")], [creating, config, fresh])
+    assert all((nv.verdict, nv.reasons) == ("pending", []) for nv in got.values())
+    assert got["creating"].line == "pod a Pending: container main ContainerCreating (bound to creating)"
+    assert got["config"].line == ('pod b Pending: container main CreateContainerConfigError: configmap '
+                                  '"agent-config" not found (bound to config)')
+    assert got["fresh"].line == ("pod c Pending: ContainerCreating, no container status reported yet "
+                                 "(bound to fresh 3s ago)")
+
+
+def test_a_dump_is_explained_at_its_own_newest_timestamp(tmp_path: Path) -> None:
+    from everynode.product.clusterdump import dump_time
+    from everynode.product.commands_why import dump_now, explain_dump
+
+    ds = daemonset()
+    deleting = pod("p", "n", ds, deleting=75)
+    deleting["metadata"]["deletionTimestamp"] = ts(-3600)  # a long grace period: in the future, not a "now"
+    deleting["metadata"]["deletionGracePeriodSeconds"] = 3675
+    n = node("n")
+    n["status"]["conditions"][0]["lastHeartbeatTime"] = ts(0)
+    event = {"kind": "Event", "reason": "Pulled", "lastTimestamp": ts(20), "metadata": {"name": "e", "namespace": NS}}
+    objects = ClusterObjects(nodes=[n], pods=[deleting], daemonsets=[ds], events=[event])
+    assert dump_time(objects) == NOW
+    odd = ClusterObjects(events=[{**event, "firstTimestamp": "not a time", "eventTime": 5}])  # hand-edited
+    assert dump_time(odd) == NOW - 20
+    assert dump_time(ClusterObjects(nodes=[{"kind": "Node", "metadata": {"name": "x"}}])) is None
+    assert dump_now(objects, NOW + 86_400) == NOW  # read a day later: ages as when it was written
+    assert dump_now(objects, NOW - 60) == NOW - 60  # a clock behind the dump's: never a negative age
+    import orjson
+
+    then = 1_600_000_000.0  # a dump written in 2020, read today through the command's loader
+    deleting["metadata"]["deletionTimestamp"] = format_rfc3339(then + 3600)
+    deleting["metadata"]["creationTimestamp"] = format_rfc3339(then - 900)
+    deleting["status"]["conditions"][0]["lastTransitionTime"] = format_rfc3339(then - 600)
+    n["status"]["conditions"][0]["lastHeartbeatTime"] = format_rfc3339(then)  # the newest time: the dump's moment
+    n["status"]["conditions"][0]["lastTransitionTime"] = format_rfc3339(then - 600)
+    path = tmp_path / "dump.json"
+    path.write_bytes(orjson.dumps({"apiVersion": "v1", "kind": "List", "items": [n, deleting, ds]}))
+    exp, _ = explain_dump(path, "node-exporter", NS)
+    assert [r.message for r in exp.nodes[0].reasons] == ["pod p is being deleted (for 75s, grace period 3675s)"]
+
+
+def test_a_node_whose_pod_count_is_used_up_is_an_insufficient_resource() -> None:
+    # Upstream's NodeResourcesFit reports the pod count as an insufficient resource (ResourceName
+    # "pods", reason "Too many pods"): the contract's InsufficientResources, not Unschedulable.
+    ds = daemonset()
+    small = node("small")
+    small["status"]["allocatable"]["pods"] = "2"
+    pods = [other_pod("a", "small"), other_pod("b", "small"), pod("p", "small", ds, bound=False)]
+    got = explained(ds, [small], pods)["small"]
+    assert (got.verdict, got.codes(), got.reasons[0].message) == (
+        "pending", ["InsufficientResources"], "Too many pods: 2 of 2 allowed already run there")
+
+
+def test_the_summary_groups_pods_still_starting_by_their_state() -> None:
+    ds = daemonset()
+    pods = [pod(f"p{i}", f"n{i}", ds, phase="Pending", ready=False, containers=[
+        {"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}])
+        for i in range(3)]
+    pods.append(pod("q", "n3", ds, bound=False))
+    exp = explain(ds, ClusterObjects(nodes=[node(f"n{i}") for i in range(4)], pods=pods, daemonsets=[ds]), now=NOW)
+    assert "4 pods Pending: 3 ContainerCreating, 1 not scheduled yet" in exp.summary.message, exp.summary.message
+
+
+def test_the_scheduler_s_own_view_anti_affinity_and_pods_nominated_ahead() -> None:
+    ds = daemonset(requests={"cpu": "1"})
+    ds["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "exclusive"}}, "topologyKey": "kubernetes.io/hostname",
+         "namespaces": ["default"]}]}}
+    loner = other_pod("loner", "taken")
+    loner["metadata"]["labels"] = {"role": "exclusive"}
+    big = other_pod("web", "promised")  # not bound yet: nominated there, priority above the DaemonSet's
+    del big["spec"]["nodeName"]
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3500m"}}
+    big["spec"]["priority"] = 100
+    big["status"] = {"phase": "Pending", "nominatedNodeName": "promised"}
+    nodes = [node(n, labels={"kubernetes.io/hostname": n}) for n in ("taken", "promised")]
+    refused = pod("a", "taken", ds, bound=False)  # the pin joins the template's pod anti-affinity
+    refused["spec"]["affinity"]["podAntiAffinity"] = ds["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    pods = [loner, big, refused, pod("b", "promised", ds, bound=False)]
+    events = [{"kind": "Event", "reason": "FailedScheduling", "lastTimestamp": ts(5),
+               "message": "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.",
+               "involvedObject": {"kind": "Pod", "namespace": NS, "name": "a"}}]
+    got = explained(ds, nodes, pods, events)
+    assert (got["taken"].verdict, got["taken"].codes()) == ("pending", ["Unschedulable"])
+    assert got["taken"].reasons[0].message == (
+        "required pod anti-affinity: default/loner on taken (kubernetes.io/hostname=taken) matches; the scheduler "
+        "said: 0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules.")
+    assert (got["promised"].verdict, got["promised"].codes()) == ("pending", ["InsufficientResources"])
+    assert got["promised"].reasons[0].message == (
+        "Insufficient cpu: requests 1, free 500m (allocatable 4 minus 3500m requested by 1 pods); counted ahead: "
+        "default/web (nominated here, priority 100)")
