@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from everynode.api import errors
 from everynode.api.errors import ApiError
+from everynode.api.names import is_dns1123_label, is_dns1123_subdomain
 
 Obj = Mapping[str, Any]
 
@@ -235,12 +236,12 @@ def service_account_username(namespace: str, name: str) -> str:
 
 
 def split_service_account_username(username: str) -> tuple[str, str] | None:
-    """``SplitUsername`` without the name validation: (namespace, name), or None when the
-    user name is not a service account's."""
+    """``SplitUsername``: (namespace, name) of a service account's user name, or None when it
+    is not one (wrong prefix, not exactly two parts, an invalid namespace or name)."""
     if not username.startswith(SERVICE_ACCOUNT_USERNAME_PREFIX):
         return None
     parts = username[len(SERVICE_ACCOUNT_USERNAME_PREFIX):].split(":")
-    if len(parts) != 2 or not parts[0] or not parts[1]:
+    if len(parts) != 2 or is_dns1123_label(parts[0]) or is_dns1123_subdomain(parts[1]):
         return None
     return parts[0], parts[1]
 

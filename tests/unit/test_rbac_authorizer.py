@@ -289,6 +289,9 @@ def test_service_account_identity() -> None:
     assert rbac.split_service_account_username("system:serviceaccount:a:b:c") is None
     assert rbac.split_service_account_username("system:serviceaccount::b") is None
     assert rbac.split_service_account_username("alice") is None
+    assert rbac.split_service_account_username("system:serviceaccount:Kube_System:x") is None  # not a label
+    assert rbac.split_service_account_username("system:serviceaccount:ns:No_Name") is None  # not a subdomain
+    assert rbac.split_service_account_username("system:serviceaccount:ns:a.b") == ("ns", "a.b")
     anonymous = UserInfo("system:anonymous", ("system:unauthenticated",))
     assert rbac.with_authenticated_group(anonymous) is anonymous
     assert rbac.with_authenticated_group(user("a", "x")).groups == ("x", "system:authenticated")
