@@ -19,11 +19,11 @@ The shape of it:
   costs O(bindings naming the user or one of its groups), not a scan of every binding; the API
   server can keep one up to date from its watch/informer events (``upsert`` / ``delete``) or
   implement the protocol over its own caches.
-* :func:`visit_rules_for` is ``VisitRulesFor``: a generator (so stopping early is just not
-  asking for more) that yields every rule that applies to the user in a namespace — the
-  ClusterRoleBindings first, then the namespace's RoleBindings — with the binding that granted
-  it, and an error for every binding whose role cannot be found.  :func:`authorize` and
-  :func:`rules_for` (``SelfSubjectRulesReview``) are both walks over it.
+* :func:`visit_bindings_for` is ``VisitRulesFor``: a generator (so stopping early is just not
+  asking for more) over the bindings that apply to the user in a namespace — the
+  ClusterRoleBindings first, then the namespace's RoleBindings — each with its role's rules in
+  order, or the error for a binding whose role cannot be found.  :func:`authorize` and
+  :func:`rules_for` (``SelfSubjectRulesReview``) are both walks over it, rule by rule.
 
 Deliberate differences: upstream walks bindings in informer-cache order (a Go map, so in effect
 arbitrary); we walk them in name order, so when two bindings allow a request the reason names
@@ -68,8 +68,8 @@ SERVICE_ACCOUNT_GROUP_PREFIX = "system:serviceaccounts:"
 ALL_SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 
 __all__ = [
-    "UserInfo", "Attributes", "Decision", "Authorization", "Rule", "RuleVisit", "RuleSource",
-    "RBACIndex", "compile_rule", "rule_allows", "rules_allow", "applies_to", "visit_rules_for",
+    "UserInfo", "Attributes", "Decision", "Authorization", "Rule", "BindingVisit", "RuleSource",
+    "RBACIndex", "compile_rule", "rule_allows", "rules_allow", "applies_to", "visit_bindings_for",
     "authorize", "authorize_rbac", "rules_for", "service_account_username",
     "split_service_account_username", "service_account_groups", "service_account_user",
     "with_authenticated_group", "forbidden_message", "forbidden_error", "default_binding",
@@ -289,7 +289,7 @@ def _subjects(binding: Obj) -> list[Obj]:
     subjects = binding.get("subjects")
     if not isinstance(subjects, list):
         return []
-    return [s if isinstance(s, Mapping) else {} for s in subjects]
+    return [s if isinstance(s, dict) or isinstance(s, Mapping) else {} for s in subjects]
 
 
 def applies_to(user: UserInfo, binding: Obj, namespace: str) -> Obj | None:
@@ -304,7 +304,7 @@ def applies_to(user: UserInfo, binding: Obj, namespace: str) -> Obj | None:
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     md = obj.get("metadata")
-    return md if isinstance(md, Mapping) else {}
+    return md if isinstance(md, dict) or isinstance(md, Mapping) else {}
 
 
 def _name(obj: Obj) -> str:
@@ -319,7 +319,7 @@ def _namespace(obj: Obj) -> str:
 
 def _role_ref(binding: Obj) -> Mapping[str, Any]:
     ref = binding.get("roleRef")
-    return ref if isinstance(ref, Mapping) else {}
+    return ref if isinstance(ref, dict) or isinstance(ref, Mapping) else {}
 
 
 class RuleSource(Protocol):
@@ -482,22 +482,24 @@ def _describe_subject(subject: Obj, binding_namespace: str) -> str:
     return f'{kind} "{name}"'
 
 
-@dataclass(frozen=True, slots=True)
-class RuleVisit:
-    """One step of the walk: a rule and the binding (and subject) that grants it, or an error
-    (``rule`` None) for a binding whose role could not be resolved."""
+class BindingVisit:
+    """One step of the walk: a binding that names the user, the subject of it that does, and
+    the rules of its role — or, for a binding whose role cannot be resolved, the error
+    (``rules`` empty).  A plain slotted class: one is made per applying binding per request."""
 
-    rule: Rule | None
-    binding: Obj | None = None
-    subject: Obj | None = None
-    cluster_scoped: bool = True
-    error: str = ""
+    __slots__ = ("binding", "subject", "cluster_scoped", "rules", "error")
+
+    def __init__(self, binding: Obj, subject: Obj, cluster_scoped: bool, rules: Sequence[Rule],
+                 error: str = ""):
+        self.binding = binding
+        self.subject = subject
+        self.cluster_scoped = cluster_scoped
+        self.rules = rules
+        self.error = error
 
     def describe(self) -> str:
         """The source as upstream's describers print it (``ClusterRoleBinding "x" of
         ClusterRole "y" to Group "z"``, ``RoleBinding "x/ns" of Role "y" to User "z"``)."""
-        if self.binding is None or self.subject is None:
-            return ""
         ref = _role_ref(self.binding)
         if self.cluster_scoped:
             return (f'ClusterRoleBinding "{_name(self.binding)}" of {ref.get("kind") or ""} '
@@ -507,46 +509,41 @@ class RuleVisit:
                 f'"{ref.get("name") or ""}" to {_describe_subject(self.subject, namespace)}')
 
 
+_NO_RULES: tuple[Rule, ...] = ()
+
+
 def _role_reference_rules(source: RuleSource, ref: Mapping[str, Any],
-                          binding_namespace: str) -> tuple[Sequence[Rule] | None, str]:
-    """``GetRoleReferenceRules``: the rules, or the error text the informer listers give."""
+                          binding_namespace: str) -> tuple[Sequence[Rule], str]:
+    """``GetRoleReferenceRules``: the rules, or no rules and the error text the informer
+    listers give."""
     kind = ref.get("kind")
     raw_name = ref.get("name")
     name = raw_name if isinstance(raw_name, str) else ""
     if kind == "Role":
         rules = source.role_rules(binding_namespace, name)
-        return (rules, "") if rules is not None else (None, f'role.{GROUP_NAME} "{name}" not found')
+        return (rules, "") if rules is not None else (_NO_RULES, f'role.{GROUP_NAME} "{name}" not found')
     if kind == "ClusterRole":
         rules = source.cluster_role_rules(name)
-        return (rules, "") if rules is not None else (None, f'clusterrole.{GROUP_NAME} "{name}" not found')
-    return None, f'unsupported role reference kind: "{kind if isinstance(kind, str) else ""}"'
+        return (rules, "") if rules is not None else (_NO_RULES, f'clusterrole.{GROUP_NAME} "{name}" not found')
+    return _NO_RULES, f'unsupported role reference kind: "{kind if isinstance(kind, str) else ""}"'
 
 
-def visit_rules_for(source: RuleSource, user: UserInfo, namespace: str) -> Iterator[RuleVisit]:
-    """``VisitRulesFor``: every rule that applies to ``user`` in ``namespace`` (cluster-wide
-    bindings first, then the namespace's RoleBindings when ``namespace`` is not empty)."""
+def visit_bindings_for(source: RuleSource, user: UserInfo, namespace: str) -> Iterator[BindingVisit]:
+    """``VisitRulesFor``, a binding at a time: every binding that applies to ``user`` in
+    ``namespace`` (cluster-wide bindings first, then the namespace's RoleBindings when
+    ``namespace`` is not empty), with its role's rules in order."""
     for binding in source.cluster_role_bindings_for(user):
         subject = applies_to(user, binding, "")
-        if subject is None:
-            continue
-        rules, error = _role_reference_rules(source, _role_ref(binding), "")
-        if rules is None:
-            yield RuleVisit(None, error=error)
-            continue
-        for rule in rules:
-            yield RuleVisit(rule, binding, subject, True)
+        if subject is not None:
+            rules, error = _role_reference_rules(source, _role_ref(binding), "")
+            yield BindingVisit(binding, subject, True, rules, error)
     if not namespace:
         return
     for binding in source.role_bindings_for(user, namespace):
         subject = applies_to(user, binding, namespace)
-        if subject is None:
-            continue
-        rules, error = _role_reference_rules(source, _role_ref(binding), namespace)
-        if rules is None:
-            yield RuleVisit(None, error=error)
-            continue
-        for rule in rules:
-            yield RuleVisit(rule, binding, subject, False)
+        if subject is not None:
+            rules, error = _role_reference_rules(source, _role_ref(binding), namespace)
+            yield BindingVisit(binding, subject, False, rules, error)
 
 
 def aggregate_messages(messages: Sequence[str]) -> str:
@@ -561,9 +558,10 @@ def authorize_rbac(attrs: Attributes, source: RuleSource) -> Authorization:
     """``RBACAuthorizer.Authorize``: allowed by the first rule that allows the request, else no
     opinion — with the resolution errors met on the way as the reason."""
     errors: list[str] = []
-    for visit in visit_rules_for(source, attrs.user, attrs.namespace):
-        if visit.rule is not None and rule_allows(attrs, visit.rule):
-            return Authorization(Decision.ALLOW, f"RBAC: allowed by {visit.describe()}")
+    for visit in visit_bindings_for(source, attrs.user, attrs.namespace):
+        for rule in visit.rules:
+            if rule_allows(attrs, rule):
+                return Authorization(Decision.ALLOW, f"RBAC: allowed by {visit.describe()}")
         if visit.error:
             errors.append(visit.error)
     reason = f"RBAC: {aggregate_messages(errors)}" if errors else ""
@@ -595,9 +593,8 @@ def rules_for(source: RuleSource, user: UserInfo, namespace: str) -> ResolvedRul
     """``DefaultRuleResolver.RulesFor``: visit every rule (no short cut), as stored."""
     rules: list[Obj] = []
     errors: list[str] = []
-    for visit in visit_rules_for(source, user, namespace):
-        if visit.rule is not None:
-            rules.append(visit.rule.source)
+    for visit in visit_bindings_for(source, user, namespace):
+        rules.extend(rule.source for rule in visit.rules)
         if visit.error:
             errors.append(visit.error)
     return ResolvedRules(tuple(rules), tuple(errors))
