@@ -17,9 +17,11 @@ authenticated (or, for the last, any) client gets; ``admin`` / ``edit`` / ``view
 components (``system:node``, ``system:kube-scheduler``, ``system:controller:*`` and the other
 controller roles, ``system:monitoring``, the certificate-signing roles, ...) and their bindings —
 everynode's components run in-process and are not authorized by RBAC.  The aggregate-to rules
-are those of upstream's policy for the resources of core, apps, batch, autoscaling, policy,
-networking.k8s.io and extensions; newer additions are not reproduced (the write access to
-``leases`` in ``edit``, and ``endpointslices`` in ``view``, among them).
+are upstream's for the resources of core, apps, batch, autoscaling, policy, networking.k8s.io and
+extensions (the core lines of ``system:aggregate-to-edit`` checked against current upstream:
+no ``endpoints`` write since CVE-2021-25740, ``pods/eviction`` and ``serviceaccounts/token``
+create); resources of other groups that later releases may have added to these lists are not
+reproduced.
 
 :func:`cluster_roles` returns the roles as a new API server stores them (``admin``, ``edit``,
 ``view`` without rules); ``aggregated=True`` runs the aggregation a running cluster's controller
