@@ -73,7 +73,7 @@ __all__ = [
     "authorize", "authorize_rbac", "rules_for", "service_account_username",
     "split_service_account_username", "service_account_groups", "service_account_user",
     "with_authenticated_group", "forbidden_message", "forbidden_error", "default_binding",
-    "aggregate_messages", "ResolvedRules", "compile_rules",
+    "aggregate_messages", "ResolvedRules", "compile_rules", "role_reference_rules",
 ]
 
 
@@ -512,7 +512,7 @@ class BindingVisit:
 _NO_RULES: tuple[Rule, ...] = ()
 
 
-def _role_reference_rules(source: RuleSource, ref: Mapping[str, Any],
+def role_reference_rules(source: RuleSource, ref: Mapping[str, Any],
                           binding_namespace: str) -> tuple[Sequence[Rule], str]:
     """``GetRoleReferenceRules``: the rules, or no rules and the error text the informer
     listers give."""
@@ -535,14 +535,14 @@ def visit_bindings_for(source: RuleSource, user: UserInfo, namespace: str) -> It
     for binding in source.cluster_role_bindings_for(user):
         subject = applies_to(user, binding, "")
         if subject is not None:
-            rules, error = _role_reference_rules(source, _role_ref(binding), "")
+            rules, error = role_reference_rules(source, _role_ref(binding), "")
             yield BindingVisit(binding, subject, True, rules, error)
     if not namespace:
         return
     for binding in source.role_bindings_for(user, namespace):
         subject = applies_to(user, binding, namespace)
         if subject is not None:
-            rules, error = _role_reference_rules(source, _role_ref(binding), namespace)
+            rules, error = role_reference_rules(source, _role_ref(binding), namespace)
             yield BindingVisit(binding, subject, False, rules, error)
 
 
