@@ -31,6 +31,14 @@ the first by name, reproducibly.  RBAC never denies (it has no opinion), exactly
 the only ``DENY`` is what other authorizers might add.
 
 RBAC objects are plain JSON-shaped dicts as everywhere in the api layer; nothing here does I/O.
+
+Wiring (for the API server): keep one :class:`RBACIndex` current from the four RBAC kinds'
+storage events; per request, after authentication, build the attributes with
+:func:`everynode.api.request_info.request_attributes`, resolve ``--as`` with
+:func:`everynode.api.impersonation.impersonate`, and call :func:`authorize`; when it is not
+allowed, answer :func:`forbidden_error` with its reason.  The review kinds are answered by
+:mod:`everynode.api.authorization_reviews`, RBAC writes are checked by
+:mod:`everynode.api.rbac_escalation`, and the default policy is :mod:`everynode.api.rbac_bootstrap`.
 """
 
 from __future__ import annotations

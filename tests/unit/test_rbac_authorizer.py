@@ -15,19 +15,10 @@ import pytest
 
 from everynode.api import rbac
 from everynode.api.rbac import Attributes, Decision, RBACIndex, Rule, UserInfo
+from tests.support.rbac import rule
 
 Obj = dict[str, Any]
 G = rbac.GROUP_NAME
-
-
-def rule(verbs: str, groups: str = "", resources: str = "", urls: str = "", names: str = "") -> Obj:
-    """Like upstream's test helper: comma-separated lists; an empty string leaves a field out."""
-    out: Obj = {"verbs": verbs.split(",")}
-    for key, value in (("apiGroups", groups), ("resources", resources), ("nonResourceURLs", urls),
-                       ("resourceNames", names)):
-        if value:
-            out[key] = ["" if v == "core" else v for v in value.split(",")]
-    return out
 
 
 def cluster_role(name: str, *rules: Obj) -> Obj:

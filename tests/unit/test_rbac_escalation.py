@@ -11,18 +11,10 @@ import pytest
 from everynode.api import rbac, rbac_bootstrap
 from everynode.api import rbac_escalation as esc
 from everynode.api.rbac import RBACIndex, UserInfo
+from tests.support.rbac import rule as r
 
 Obj = dict[str, Any]
 G = rbac.GROUP_NAME
-
-
-def r(verbs: str, groups: str = "", resources: str = "", urls: str = "", names: str = "") -> Obj:
-    out: Obj = {"verbs": verbs.split(",")}
-    for key, value in (("apiGroups", groups), ("resources", resources), ("nonResourceURLs", urls),
-                       ("resourceNames", names)):
-        if value:
-            out[key] = ["" if v == "core" else v for v in value.split(",")]
-    return out
 
 
 COVERS = [
