@@ -48,7 +48,7 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,11 +104,9 @@ def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def _controller_uid(obj: Mapping[str, Any]) -> str | None:
-    for ref in _md(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref.get("uid")
-    return None
+def _controller_uid(obj: Obj) -> str | None:
+    ref = apimeta.controller_ref(obj)
+    return ref.get("uid") if ref is not None else None
 
 
 def estimate_startup(ds: Obj | None, objects: ClusterObjects) -> tuple[float | None, int]:
@@ -226,7 +224,8 @@ class NodeTrack:
 class RolloutRecorder:
     """Per-node state of one DaemonSet's rollout, steps, invariants, victims (see the module doc)."""
 
-    def __init__(self, *, loop: asyncio.AbstractEventLoop, now: Any, min_ready: int, max_per_node: int,
+    def __init__(self, *, loop: asyncio.AbstractEventLoop, now: Callable[[], float], min_ready: int,
+                 max_per_node: int,
                  trace: bool) -> None:
         self.loop = loop
         self.now = now  # () -> epoch seconds (the plane's clock)
