@@ -32,6 +32,13 @@ What is observed, and how (:class:`RolloutRecorder`, fed by the shared informers
 * **blocked and pending nodes**: at the end, :func:`everynode.product.why.explain` on the copy's
   objects, so the codes and messages are ``why``'s own.
 
+The trace (``--trace OUT.json``): ``{"kind": "EverynodePlanTrace", "version": 1, "daemonset",
+"seed", "pod_startup_seconds", "initial": {node: state}, "steps": [{"at", "nodes": {node: state},
+"unavailable"}], "answer"}`` — the full per-node state when the change is applied, then per step
+the state of the nodes that changed (a 5,000-node rollout would otherwise repeat 5,000 unchanged
+nodes 5,000 times); a node's state is ``{"ready", "wanted", "pods": [[revision, phase, Ready,
+terminating], …]}``.  ``answer`` is ``-o json`` without ``wall_seconds``.
+
 Determinism: the virtual loop's order depends only on its timers and callbacks, so a plan
 repeats when its randomness repeats.  Generated names and uids (pod name suffixes, uids) come
 from a generator seeded with ``--seed`` for the plan's duration (:func:`seeded_identities`), the

@@ -99,7 +99,7 @@ def node_patches() -> list[tuple[str, Obj]]:
 
 STOP_PATCH: Obj = {"metadata": {"annotations": {"everynode.io/kubelet": "stopped"}}}
 
-# What the plan must find (see tests/integration/test_plan.py for the arithmetic).
+# What the plan must find (see tests/integration/test_plan_dump.py for the arithmetic).
 GAINS = list(TAINTED)
 LOSSES = [EXCLUDED_BY_CHANGE]
 DESIRED_BEFORE = NODES - len(TAINTED) - 1  # worker-20 is NotReady: unreachable:NoSchedule excludes it
