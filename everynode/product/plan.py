@@ -489,12 +489,16 @@ def _findings(exp: Explanation) -> tuple[list[Obj], list[str], list[Obj]]:
     return blocked, waiting, pending
 
 
-def _failure_plan(options: PlanOptions, candidates: list[str], horizon: float) -> list[tuple[float, str]]:
+def _failure_plan(options: PlanOptions, candidates: list[str], known: set[str], horizon: float
+                  ) -> list[tuple[float, str]]:
     """Which nodes fail when: a list is taken as given (failing in order over the horizon), a
     number is drawn from the seed among the nodes that run the DaemonSet."""
     rng = random.Random(options.seed)
     if isinstance(options.node_failures, list):
-        names = list(options.node_failures)
+        names = list(dict.fromkeys(options.node_failures))
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise PlanError(f'error: --node-failures: node "{unknown[0]}" not found')
     else:
         if options.node_failures > len(candidates):
             raise PlanError(f"error: --node-failures {options.node_failures}: only {len(candidates)} "
@@ -612,7 +616,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
         raise PlanError(f"error: {e}") from None
     horizon = max(startup, startup * -(-max(desired_guess, 1) // max(budget, max_surge, 1)))
     candidates = [n for n, t in rec.nodes.items() if t.had_available]
-    failures = _failure_plan(options, candidates, horizon) if options.node_failures else []
+    failures = _failure_plan(options, candidates, set(rec.nodes), horizon) if options.node_failures else []
     failed: list[Obj] = []
 
     async def fail_node(node: str) -> None:

@@ -158,6 +158,10 @@ def test_errors_are_one_line(files: dict[str, Path]) -> None:
     assert r.returncode == 1 and r.stderr.strip() == f"error: {bad}: expected one DaemonSet, found 0"
     r = run_plan("-f", str(files["change"]), "--from-dump", str(files["dump"]), "--add-nodes", "1", "--like", "nope")
     assert r.returncode == 1 and r.stderr.strip() == 'error: --like: node "nope" not found'
+    r = run_plan("-f", str(files["change"]), "--from-dump", str(files["dump"]), "--node-failures", "worker-99")
+    assert r.returncode == 1 and r.stderr.strip() == 'error: --node-failures: node "worker-99" not found'
+    r = run_plan("-f", str(files["change"]), "--from-dump", str(files["dump"]), "--node-failures", "50")
+    assert r.returncode == 1 and r.stderr.strip() == "error: --node-failures 50: only 17 Ready nodes run the DaemonSet"
     assert "Traceback" not in r.stderr
 
 
