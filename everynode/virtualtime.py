@@ -2,8 +2,8 @@
 
 Why: the simulation (kubelet start-up delays, 10 s lease heartbeats, 5 min crash-loop back-off,
 40 s node grace periods) is made of waits.  Run on a virtual clock, an hour of cluster life
-takes as long as the work in it, and the same inputs give the same run (``everynode plan``,
-fast tests).
+takes as long as the work in it, and the same inputs give the same run (fast tests, and the
+planned ``everynode plan``).
 
 How: :class:`VirtualTimeEventLoop` is a ``SelectorEventLoop`` whose ``time()`` is a number it
 owns.  asyncio's ``_run_once`` asks the selector to wait for ``timeout`` seconds (the distance to
@@ -14,8 +14,8 @@ clock by ``timeout`` instead of sleeping.  Everything built on the loop's timers
 
 Choices and trade-offs:
 * A small subclass rather than the ``looptime`` library: that library is built around a pytest
-  plugin and patching a running loop; we need a plain runner for the CLI (``plan``) as well as
-  for tests, and the subclass is ~100 lines with no dependency.
+  plugin and patching a running loop; we need a plain runner for the CLI (the planned ``plan``) as
+  well as for tests, and the subclass is ~100 lines with no dependency.
 * Real work in threads (``run_in_executor``, ``asyncio.to_thread``) freezes virtual time: while
   such a job is in flight the loop really waits for it instead of jumping ahead, so a timer can
   never fire "before" a thread's result that it would have waited for.
@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar, TypeVarTuple
 
 from everynode.clock import LoopClock
 
 T = TypeVar("T")
+_Ts = TypeVarTuple("_Ts")
 
 # 2023-11-14T22:13:20Z: a fixed, round epoch so that virtual runs write the same timestamps.
 DEFAULT_EPOCH = 1_700_000_000.0
@@ -86,6 +87,11 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
     :meth:`clock`.
     """
 
+    # BaseEventLoop's own state, which typeshed does not declare: the timer heap and the
+    # resolution within which a timer counts as due.
+    _scheduled: list[asyncio.TimerHandle]
+    _clock_resolution: float
+
     def __init__(self, *, start: float = 0.0, epoch: float = DEFAULT_EPOCH) -> None:
         self._virtual_now = float(start)
         self._start = float(start)
@@ -104,7 +110,7 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         # rounding in ``now + (when - now)`` can never leave it one ulp in the future.
         target = self._virtual_now + seconds
         if self._scheduled:
-            when = self._scheduled[0]._when
+            when = self._scheduled[0].when()
             if abs(when - target) < 1e-6:
                 target = max(when, self._virtual_now)
         self._virtual_now = target
@@ -118,7 +124,7 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         # ever advancing.  So the virtual clock reads the due timer's time while it runs.
         scheduled = self._scheduled
         if scheduled:
-            when = scheduled[0]._when
+            when = scheduled[0].when()
             if self._virtual_now < when < self._virtual_now + self._clock_resolution:
                 self._virtual_now = when
         super()._run_once()  # type: ignore[misc]
@@ -149,7 +155,7 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         """A :class:`~everynode.clock.LoopClock` reading ``epoch + (time() - start)``."""
         return LoopClock(self, epoch=self.epoch + (self.time() - self._start))
 
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:
+    def run_in_executor(self, executor: Any, func: Callable[[*_Ts], T], *args: *_Ts) -> asyncio.Future[T]:
         fut = super().run_in_executor(executor, func, *args)
         self._threads_in_flight += 1
 
@@ -209,10 +215,3 @@ def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
                 "exception": task.exception(),
                 "task": task,
             })
-
-
-class VirtualTimeEventLoopPolicy(asyncio.DefaultEventLoopPolicy):
-    """An event-loop policy handing out virtual loops (for pytest-asyncio's ``event_loop_policy``)."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        return new_virtual_loop()

@@ -6,4 +6,5 @@
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh"
 cd "$ROOT"
+python -m mypy  # the type check ([tool.mypy] in pyproject.toml), before the tests
 exec python -m pytest -q -p no:cacheprovider "$@"

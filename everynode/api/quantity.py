@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from fractions import Fraction
+from typing import Any
 
 __all__ = [
     "parse_quantity",
@@ -117,6 +118,20 @@ def _parse_cached(text: str) -> tuple[Fraction, str]:
 def parse_quantity(text: str) -> Fraction:
     """Parse a quantity string into its exact value; ValueError with upstream's message if invalid."""
     return _parse(text)[0]
+
+
+def parse_quantity_value(value: Any) -> Fraction | None:
+    """Upstream ``resource.ParseQuantity`` semantics (value only); ``None`` if malformed."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        value = str(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return None
 
 
 def quantity_format(text: str) -> str:

@@ -147,7 +147,7 @@ def _compile_fields(reqs: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, bool,
     out = []
     for req in reqs:
         op = req.get("operator")
-        values = req.get("values") or ()
+        values: Sequence[Any] = req.get("values") or ()
         if op not in ("In", "NotIn") or len(values) != 1:
             raise _TermError
         out.append((req.get("key") or "", op == "In", values[0]))

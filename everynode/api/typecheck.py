@@ -14,7 +14,13 @@ How it stays cheap (the write path must not get slower):
 * the walk visits only the request's own values and skips every subtree equal to the stored
   object it updates (``known``), which is clean by construction: a status heartbeat checks the
   fields it changed, not the whole object;
-* paths are kept as a stack of steps and only formatted when something is reported.
+* paths are kept as a stack of steps and only formatted when something is reported;
+* a pod spec written without a stored version (a create) is checked once per template: the
+  pods of one DaemonSet (or any controller) carry the same spec but for a few per-pod fields
+  (``_PER_OBJECT_FIELDS``), so the JSON text of the rest is looked up among the templates
+  found clean, and on a hit only the per-pod fields are walked — their findings, in the order
+  the full walk gives them, because the rest has none.  Only clean walks below
+  ``MAX_PROBLEMS`` (which report every finding) are remembered.
 
 The same findings are phrased three ways, as upstream phrases them: Go's ``encoding/json``
 errors (create and update bodies, and patched objects), the strict decoder's ``unknown field``
@@ -35,6 +41,7 @@ import orjson
 
 from everynode.api.gojson import format_float
 from everynode.api.schema import Node, kind_node
+from everynode.memo import remember
 
 MAX_PROBLEMS = 32  # structured-merge-diff reports every error; keep the message bounded
 
@@ -94,7 +101,25 @@ class _Walker:
         props = node.props
         known_map = known if type(known) is dict else _NOTHING_KNOWN
         inner = node.go_struct
-        for key, sub in value.items():
+        items: Any = value.items()
+        per_object = _PER_OBJECT_FIELDS.get(node.definition)
+        if per_object is not None and known is _ABSENT:
+            template = _template_key(node, value, per_object)
+            if template is not None and template in _CLEAN_TEMPLATES:
+                items = [(k, v) for k, v in items if k in per_object]
+            elif template is not None:
+                findings = self.findings
+                n_unknown, n_problems = len(findings.unknown), len(findings.problems)
+                self._fields(node, items, known_map, steps, lists, inner, props)
+                if (len(findings.unknown) == n_unknown < MAX_PROBLEMS
+                        and len(findings.problems) == n_problems < MAX_PROBLEMS):
+                    remember(_CLEAN_TEMPLATES, template, True, limit=_CLEAN_TEMPLATES_MAX)
+                return
+        self._fields(node, items, known_map, steps, lists, inner, props)
+
+    def _fields(self, node: Node, items: Any, known_map: Mapping[str, Any], steps: list[Step], lists: list[Any],
+                inner: str, props: dict[str, Node]) -> None:
+        for key, sub in items:
             child = props.get(key)
             if child is None:
                 self.unknown(steps, lists, key)
@@ -257,6 +282,22 @@ def _same(before: Any, value: Any) -> bool:
         return orjson.dumps(before) == orjson.dumps(value)
     except orjson.JSONEncodeError:
         return False
+
+
+# The fields of a definition that differ from object to object of one template, and the memo of
+# the templates found clean (module docstring): a DaemonSet's pods share their spec but for the
+# node they are pinned to (``affinity``) and the one they are bound to (``nodeName``).
+_PER_OBJECT_FIELDS: dict[str, frozenset[str]] = {"io.k8s.api.core.v1.PodSpec": frozenset({"affinity", "nodeName"})}
+_CLEAN_TEMPLATES: dict[tuple[Node, bytes], bool] = {}
+_CLEAN_TEMPLATES_MAX = 4096
+
+
+def _template_key(node: Node, value: dict[str, Any], per_object: frozenset[str]) -> tuple[Node, bytes] | None:
+    """(node, JSON text of ``value`` without its per-object fields), or None if not JSON-shaped."""
+    try:
+        return node, orjson.dumps({k: v for k, v in value.items() if k not in per_object})
+    except TypeError:
+        return None
 
 
 _ABSENT: Any = object()

@@ -23,7 +23,7 @@ The allocation state is not persisted: :meth:`ClusterIPAllocator.restore` rebuil
 stored Services on start-up (what upstream's repair controller guarantees eventually, done once
 and synchronously here).
 
-HOW THE API SERVER MUST WIRE IT (the Service admission owner; this module does no I/O):
+HOW THE SERVICE STORAGE WIRES IT (``apiserver/registry/core/service.py``; this module does no I/O):
 
 * One ``ClusterIPAllocator("10.96.0.0/12")`` per API service.  On start, after the store is
   open and before serving writes: ``allocator.restore(cluster_ips_of_stored_services)`` where the

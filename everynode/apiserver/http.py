@@ -12,7 +12,8 @@ Choices and their reasons:
   unknown subresources (``daemonsets/x/scale``) on the one 404 answer kubectl expects.
 * **Bearer token on every path** except the probes ``/healthz``, ``/livez``, ``/readyz`` and
   ``/version``, which upstream grants to anonymous users through the ``system:public-info-viewer``
-  role.
+  role.  A request that presents a wrong token is not anonymous (upstream's authenticator chain
+  fails on error before it falls back to anonymous): 401 there too.
 * **Content negotiation as kubectl needs it** (kubectl-contract.md §1, §5, §8): JSON, YAML and
   Kubernetes-protobuf request bodies, the four PATCH types, ``as=Table`` responses; JSON
   answers to everything else (clients decode by the response Content-Type).
@@ -42,6 +43,7 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.names import name_is_path_segment
 from everynode.api.registry import ResourceType, by_group_plural
 from everynode.apiserver import discovery, openapi, tables
 from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
@@ -211,24 +213,31 @@ class ApiHttp:
             self.metrics.observe(**labels, code=response.status, seconds=time.perf_counter() - started)
         return response
 
-    def _authenticated(self, request: web.Request) -> bool:
+    def _credential(self, request: web.Request) -> bool | None:
+        """True for the right bearer token, False for a wrong one, None when none is presented.
+
+        Parsed as upstream's bearertoken authenticator does: the trimmed header split on spaces,
+        a case-insensitive ``bearer`` scheme, the second field the token; any other header
+        (Basic, a bare ``Bearer``, an empty token) presents no bearer token at all."""
         if self.token is None:
             return True
-        header = request.headers.get("Authorization", "")
-        scheme, _, credential = header.partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(credential.strip().encode(), self.token)
+        parts = request.headers.get("Authorization", "").strip().split(" ")
+        if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+            return None
+        return hmac.compare_digest(parts[1].encode("utf-8", "backslashreplace"), self.token)
 
     async def _dispatch(self, request: web.Request, warnings: list[str]) -> web.StreamResponse:
         path = request.path
         if len(path) > 1 and path.endswith("/"):
             path = path.rstrip("/")
+        credential = self._credential(request)
+        if credential is False:  # a wrong token is never anonymous, not even on the probes
+            raise errors.unauthorized()
         if path.startswith(OPEN_PATHS):
             response = self._open_endpoint(path)
             if response is not None:
                 return response
-        if not self._authenticated(request):
+        if not credential:
             raise errors.unauthorized()
         parts = [p for p in path.split("/") if p]
         if not parts:
@@ -343,6 +352,8 @@ class ApiHttp:
             raise errors.path_not_found()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
+        if name is not None and (msgs := name_is_path_segment(name)):  # upstream's NamespaceKeyFunc / NoNamespaceKeyFunc
+            raise errors.bad_request(f'Name parameter invalid: "{name}": {";".join(msgs)}')
         if rt.namespaced and name is not None and namespace is None:
             raise errors.path_not_found()
         return Request(rt, namespace, name, sub)
@@ -545,15 +556,17 @@ class ApiHttp:
                             first = False
                         else:
                             key = f"table:{include_object}"
-                            line = event.encoded.get(key)
-                            if line is None:
-                                line = self._table_event(rt, event, clock.now(), include_object, columns=False)
-                                event.encoded[key] = line
+                            cached = event.encoded.get(key)
+                            if cached is None:
+                                cached = self._table_event(rt, event, clock.now(), include_object, columns=False)
+                                event.encoded[key] = cached
+                            line = cached
                     else:
-                        line = event.encoded.get("json")
-                        if line is None:
-                            line = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
-                            event.encoded["json"] = line
+                        cached = event.encoded.get("json")
+                        if cached is None:
+                            cached = orjson.dumps({"type": event.type, "object": event.object}) + b"\n"
+                            event.encoded["json"] = cached
+                        line = cached
                     lines.append(line)
                 # Everything that was ready goes out as one chunk: one TLS record and one send.
                 await response.write(lines[0] if len(lines) == 1 else b"".join(lines))

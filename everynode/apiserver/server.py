@@ -17,6 +17,8 @@ deadline, answers plain HTTP sent to the TLS port with Go's 400 ("Client sent an
 to an HTTPS server.") by peeking at them, hands the socket to the TLS layer and aiohttp with
 the handshake under the same deadline, and closes a connection that has not produced one
 complete request header by then (40 slowloris sockets stayed open 130 s before).
+The request line and each header may be as long as upstream's whole header block (1 MiB;
+aiohttp's own limit is 8 KiB, which turned long names and selectors into 400s).
 Malformed requests are logged as one short line, at most one per 10 s, with a count: a bad
 client cannot fill the log (aiohttp logs each with a traceback and the offending bytes).
 """
@@ -41,6 +43,7 @@ from everynode.apiserver.tls import Certs
 SHUTDOWN_TIMEOUT = 2.0
 READ_HEADER_TIMEOUT = 32.0  # secure_serving.go: "just shy of requestTimeoutUpperBound"
 IDLE_TIMEOUT = 90.0  # secure_serving.go: matches http.DefaultTransport's keep-alive timeout
+MAX_HEADER_BYTES = 1 << 20  # secure_serving.go's MaxHeaderBytes: a 10 000-character name is a 404, not a 400
 MALFORMED_LOG_INTERVAL = 10.0
 PLAIN_HTTP_ANSWER = b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 TLS_HANDSHAKE_RECORD = 0x16
@@ -48,7 +51,7 @@ TLS_HANDSHAKE_RECORD = 0x16
 log = logging.getLogger(__name__)
 
 
-class MalformedRequestLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+class MalformedRequestLog(logging.LoggerAdapter):
     """aiohttp's server logger: "Error handling request" (a request that could not be parsed)
     becomes one short, rate-limited line; everything else passes through."""
 
@@ -140,8 +143,8 @@ async def serve(service: ApiService, *, host: str = "127.0.0.1", port: int = 644
         handler.request_timeout = request_timeout
     handler.ready = ready
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT,
-                           keepalive_timeout=idle_timeout,
-                           logger=MalformedRequestLog(logging.getLogger("aiohttp.server")))
+                           keepalive_timeout=idle_timeout, max_line_size=MAX_HEADER_BYTES,
+                           max_field_size=MAX_HEADER_BYTES, logger=MalformedRequestLog(logging.getLogger("aiohttp.server")))
     await runner.setup()
     ssl_context = certs.server_context() if certs is not None else None
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -183,7 +186,12 @@ async def _readable(conn: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
     fd = conn.fileno()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await ready
     finally:

@@ -29,10 +29,11 @@ Upstream: ``client-go/tools/cache`` (``reflector.go``, ``shared_informer.go``, `
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from everynode.api.errors import ApiError
@@ -78,7 +79,7 @@ def _index_put(index: dict[str, str | set[str]], value: str, key: str) -> None:
     keys = index.get(value)
     if keys is None:
         index[value] = key
-    elif type(keys) is str:
+    elif isinstance(keys, str):
         if keys != key:
             index[value] = {keys, key}
     else:
@@ -89,7 +90,7 @@ def _index_drop(index: dict[str, str | set[str]], value: str, key: str) -> None:
     keys = index.get(value)
     if keys is None:
         return
-    if type(keys) is str:
+    if isinstance(keys, str):
         if keys == key:
             del index[value]
         return
@@ -116,7 +117,7 @@ class HandlerRegistration:
 class Informer:
     def __init__(self, client: Client, resource: str, *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
-                 indexers: dict[str, IndexFunc] | None = None, resync_period: float | None = None,
+                 indexers: Mapping[str, IndexFunc] | None = None, resync_period: float | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE) -> None:
         rt = lookup_resource(resource)
         self.client = client
@@ -217,7 +218,7 @@ class Informer:
 
     # -- indexes ---------------------------------------------------------------------------------
 
-    def add_indexers(self, indexers: dict[str, IndexFunc]) -> None:
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """Add indexes (also after start: existing objects are indexed once, then incrementally)."""
         for name, fn in indexers.items():
             if name in self._indexers:
@@ -273,10 +274,10 @@ class Informer:
     def get_by_name(self, namespace: str, name: str) -> Obj | None:
         return self._items.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self) -> list[Obj]:
+    def list(self) -> builtins.list[Obj]:
         return list(self._items.values())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         return list(self._items.keys())
 
     def __len__(self) -> int:
@@ -288,7 +289,7 @@ class Informer:
     def __contains__(self, key: str) -> bool:
         return key in self._items
 
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]:
         try:
             index = self._indices[index_name]
         except KeyError:
@@ -301,14 +302,14 @@ class Informer:
             return [items[keys]]
         return [items[k] for k in keys]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         try:
             keys = self._indices[index_name].get(value, ())
         except KeyError:
             raise KeyError(f"index {index_name!r} does not exist") from None
         return [keys] if type(keys) is str else list(keys)
 
-    def index_values(self, index_name: str) -> list[str]:
+    def index_values(self, index_name: str) -> builtins.list[str]:
         return list(self._indices[index_name])
 
     # -- cache writes (one event each) -----------------------------------------------------------
@@ -366,7 +367,7 @@ class Informer:
         if rv:
             self._rv = rv
 
-    def _replace(self, items: list[Obj], rv: str | None) -> None:
+    def _replace(self, items: builtins.list[Obj], rv: str | None) -> None:
         """Make the cache equal to a fresh list, delivering only the differences."""
         fresh: dict[str, Obj] = {}
         for item in items:
@@ -376,18 +377,18 @@ class Informer:
             if key not in fresh:
                 self._on_deleted(key, old)
         for key, obj in fresh.items():
-            old = self._items.get(key)
-            if old is None:
+            cached = self._items.get(key)
+            if cached is None:
                 self._on_added(key, obj)
-            elif old is not obj and _rv(old) != _rv(obj):
-                self._on_updated(key, old, obj)
+            elif cached is not obj and _rv(cached) != _rv(obj):
+                self._on_updated(key, cached, obj)
         self._rv = rv
         self._synced.set()
 
     # -- the reflector ---------------------------------------------------------------------------
 
-    async def _list(self) -> tuple[list[Obj], str | None]:
-        items: list[Obj] = []
+    async def _list(self) -> tuple[builtins.list[Obj], str | None]:
+        items: builtins.list[Obj] = []
         rv: str | None = None
         cont: str | None = None
         while True:
@@ -496,7 +497,7 @@ class SharedInformerFactory:
         self._informers: dict[tuple[str, str | None, str | None, str | None], Informer] = {}
 
     def informer(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
-                 field_selector: str | None = None, indexers: dict[str, IndexFunc] | None = None) -> Informer:
+                 field_selector: str | None = None, indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
         key = (lookup_resource(resource).key, namespace or None, label_selector or None, field_selector or None)
         inf = self._informers.get(key)
         if inf is None:

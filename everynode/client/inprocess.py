@@ -39,7 +39,8 @@ def _parse_patch(patch: Any, patch_type: str) -> Any:
     if isinstance(patch, bytes | bytearray | str):
         try:
             if patch_type == "apply":
-                return yaml.load(patch, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                text = bytes(patch) if isinstance(patch, bytearray) else patch
+                return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             return orjson.loads(patch)
         except (ValueError, yaml.YAMLError) as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from None

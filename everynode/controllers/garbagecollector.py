@@ -32,6 +32,7 @@ the server does not know is treated as solid: what cannot be verified is never d
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -120,9 +121,9 @@ class GarbageCollector:
         self._tasks: list[asyncio.Task[None]] = []
         for resource, inf in self._informers.items():
             inf.add_handler(
-                on_add=lambda o, r=resource: self._observe(r, o),
-                on_update=lambda old, new, r=resource: self._observe_update(r, old, new),
-                on_delete=lambda o, r=resource: self._forget(r, o),
+                on_add=functools.partial(self._observe, resource),
+                on_update=functools.partial(self._observe_update, resource),
+                on_delete=functools.partial(self._forget, resource),
             )
 
     # -- graph ---------------------------------------------------------------------------

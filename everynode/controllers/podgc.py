@@ -21,8 +21,10 @@ when the pod is not terminal yet.
 **Incremental passes.**  Upstream lists every node and every pod each pass.  The benchmark runs
 the GC every 0.5 s at up to 65,000 nodes, where a walk per pass is the whole cost, so each pass
 here reads sets kept up to date by O(1) informer event handlers and costs O(what changed plus
-what the pass acts on), with the same actions (``full_scan=True`` keeps the walks;
-tests/integration/test_podgc_incremental.py runs both on random histories and compares them).
+what the pass acts on), with the same actions.  Upstream's walks survive only as the test
+oracle: tests/integration/test_podgc_incremental.py overrides the two look-ups below
+(:meth:`PodGC._out_of_service_candidates`, :meth:`PodGC._missing_node_names`) with the walks and
+compares both on random histories.
 Only the order of a pass's writes may differ, as it already does between the walk (cache order)
 and upstream (a lister's map order): each write concerns one pod and none depends on another.
 
@@ -49,6 +51,8 @@ import logging
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE, has_taint_key, is_node_ready
+from everynode.api.pod import is_pod_terminal
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.clock import Clock
@@ -57,17 +61,12 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 ORPHAN_MESSAGE = "PodGC: node no longer exists"
 
 
 def _key(pod: Obj) -> str:
     md = pod["metadata"]
     return f"{md.get('namespace', '')}/{md['name']}"
-
-
-def is_terminal(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def is_evicted(pod: Obj) -> bool:
@@ -82,24 +81,17 @@ def terminated_deletion_order(pods: list[Obj]) -> list[Obj]:
 
 
 def _has_out_of_service_taint(node: Obj) -> bool:
-    return any(t.get("key") == OUT_OF_SERVICE for t in (node.get("spec") or {}).get("taints") or ())
-
-
-def _node_ready(node: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or ())
+    return has_taint_key(node, TAINT_NODE_OUT_OF_SERVICE)
 
 
 class PodGC:
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
-                 period: float = 20.0, quarantine: float = 40.0, terminated_threshold: int = 12500,
-                 full_scan: bool = False):
+                 period: float = 20.0, quarantine: float = 40.0, terminated_threshold: int = 12500):
         self.client = client
         self.clock = clock
         self.period = period
         self.quarantine = quarantine
         self.terminated_threshold = terminated_threshold
-        self.full_scan = full_scan
         self._nodes = informers.informer("nodes")
         self._pods = informers.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
         self._terminated: set[str] = set()
@@ -131,7 +123,7 @@ class PodGC:
 
     def _pod_changed(self, pod: Obj) -> None:
         key = _key(pod)
-        if is_terminal(pod):
+        if is_pod_terminal(pod):
             self._terminated.add(key)
         else:
             self._terminated.discard(key)
@@ -171,16 +163,13 @@ class PodGC:
             except Exception as exc:  # pragma: no cover - defensive
                 log.warning("pod GC pass failed: %s", exc)
 
-    async def gc_once(self, *, full_scan: bool | None = None) -> None:
-        """One pass (``gc``).  ``full_scan`` (default: the controller's ``full_scan`` option) finds
-        out-of-service nodes and missing node names by walking every node and every node name
-        pods are bound to, as upstream does; otherwise from the sets the event handlers keep (see
-        the module docstring), with the same actions."""
-        full = self.full_scan if full_scan is None else full_scan
+    async def gc_once(self) -> None:
+        """One pass (``gc``): out-of-service nodes and missing node names come from the sets the
+        event handlers keep (see the module docstring)."""
         if self.terminated_threshold > 0:
             await self._gc_terminated()
-        await self._gc_terminating_out_of_service(full_scan=full)
-        await self._gc_orphaned(full_scan=full)
+        await self._gc_terminating_out_of_service()
+        await self._gc_orphaned()
         await self._gc_unscheduled_terminating()
 
     async def _gc_terminated(self) -> None:
@@ -191,30 +180,29 @@ class PodGC:
         for pod in terminated_deletion_order(pods)[:excess]:
             await self._fail_and_delete(pod)
 
-    async def _gc_terminating_out_of_service(self, *, full_scan: bool) -> None:
-        if full_scan:
-            nodes = self._nodes.list()
-        else:  # the same nodes as the walk would test, looked up when the pass starts
-            nodes = [n for n in map(self._nodes.get, list(self._out_of_service)) if n is not None]
-        for node in nodes:
-            if not _has_out_of_service_taint(node) or _node_ready(node):
+    def _out_of_service_candidates(self) -> list[Obj]:
+        """The cached nodes tainted out-of-service (whatever their Ready condition), looked up
+        when the pass starts: the only nodes upstream's walk over every node would act on."""
+        return [n for n in map(self._nodes.get, list(self._out_of_service)) if n is not None]
+
+    async def _gc_terminating_out_of_service(self) -> None:
+        for node in self._out_of_service_candidates():
+            if not _has_out_of_service_taint(node) or is_node_ready(node):
                 continue  # the taint test first: almost no node has it, and it is the cheaper one
             for pod in self._pods.by_index(NODE_NAME_INDEX, node["metadata"]["name"]):
                 if pod["metadata"].get("deletionTimestamp"):
                     await self._fail_and_delete(pod)
 
-    def _missing_node_names(self, *, full_scan: bool) -> set[str]:
+    def _missing_node_names(self) -> set[str]:
         """Node names pods are bound to that the node informer does not hold."""
-        if full_scan:
-            return {n for n in self._pods.index_values(NODE_NAME_INDEX) if self._nodes.get(n) is None}
         missing = {n for n in self._suspects
                    if self._nodes.get(n) is None and self._pods.index_keys(NODE_NAME_INDEX, n)}
         self._suspects &= missing  # the rest are not missing; only a node delete or pod event re-adds them
         return missing
 
-    async def _gc_orphaned(self, *, full_scan: bool) -> None:
+    async def _gc_orphaned(self) -> None:
         now = self.clock.monotonic()
-        missing = self._missing_node_names(full_scan=full_scan)
+        missing = self._missing_node_names()
         for name in list(self._quarantined):
             if name not in missing:
                 del self._quarantined[name]
@@ -245,7 +233,7 @@ class PodGC:
         md = pod["metadata"]
         namespace, name = md.get("namespace") or "", md["name"]
         try:
-            if not is_terminal(pod):
+            if not is_pod_terminal(pod):
                 status: Obj = {"phase": "Failed"}
                 if condition is not None:
                     status["conditions"] = [condition]

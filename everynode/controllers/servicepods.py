@@ -29,6 +29,7 @@ upstream cannot tell the two apart either (protobuf drops the empty map).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,7 @@ from typing import Any
 
 from everynode.api.errors import is_namespace_terminating
 from everynode.api.meta import key_of
+from everynode.api.pod import is_pod_ready, is_pod_terminal, pod_ready_condition
 from everynode.client.base import Client
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
 from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
@@ -63,17 +65,6 @@ PortTuple = tuple[str, int, str, str | None]  # (name, port, protocol, appProtoc
 # Pod and Service predicates
 
 
-def is_pod_ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def is_pod_terminal(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def is_pod_terminating(pod: Obj) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
@@ -81,7 +72,7 @@ def is_pod_terminating(pod: Obj) -> bool:
 def pod_ips(pod: Obj) -> list[str]:
     """``status.podIPs`` (``status.podIP`` alone when the list is missing)."""
     status = pod.get("status") or {}
-    ips = [p.get("ip") for p in status.get("podIPs") or () if isinstance(p, dict) and p.get("ip")]
+    ips = [str(p["ip"]) for p in status.get("podIPs") or () if isinstance(p, dict) and p.get("ip")]
     if not ips and status.get("podIP"):
         ips = [status["podIP"]]
     return ips
@@ -289,9 +280,9 @@ def build_subsets(svc: Obj, pods: Iterable[Obj]) -> tuple[list[Obj], int, int]:
     for port, states in by_port.items():
         groups.setdefault(frozenset(states.items()), []).append(port)
     subsets: list[Obj] = []
-    for states, ports in groups.items():
-        ready_addrs = sorted((addresses[k] for k, r in states if r), key=_ip_sort_key)
-        not_ready_addrs = sorted((addresses[k] for k, r in states if not r), key=_ip_sort_key)
+    for group, ports in groups.items():
+        ready_addrs = sorted((addresses[k] for k, r in group if r), key=_ip_sort_key)
+        not_ready_addrs = sorted((addresses[k] for k, r in group if not r), key=_ip_sort_key)
         subset: Obj = {}
         if ready_addrs:
             subset["addresses"] = ready_addrs
@@ -426,7 +417,7 @@ class ServiceMembership:
         ns = key.rpartition("/")[0]
         return self._by_namespace.get(ns, {}).get(key)
 
-    def services_for(self, pod: Obj) -> set[str]:
+    def services_for(self, pod: Obj) -> builtins.set[str]:
         """``GetPodServiceMemberships``."""
         md = pod.get("metadata") or {}
         services = self._by_namespace.get(md.get("namespace") or "")
@@ -435,7 +426,7 @@ class ServiceMembership:
         labels = md.get("labels") or {}
         return {key for key, sel in services.items() if selector_matches(sel, labels)}
 
-    def services_to_update(self, old: Obj, new: Obj) -> set[str]:
+    def services_to_update(self, old: Obj, new: Obj) -> builtins.set[str]:
         """``GetServicesToUpdateOnPodChange``."""
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
         if old is new or (old_rv is not None and old_rv == (new.get("metadata") or {}).get("resourceVersion")):
@@ -477,8 +468,7 @@ class TriggerTimeTracker:
         new_pods: dict[str, tuple[float, str]] = {}
         earliest: tuple[float, str] | None = None
         for pod in pods:
-            ready = next((c for c in (pod.get("status") or {}).get("conditions") or ()
-                          if c.get("type") == "Ready"), None)
+            ready = pod_ready_condition(pod)
             t = self._parse(ready.get("lastTransitionTime")) if ready else None
             if t is None:
                 continue
@@ -639,7 +629,6 @@ __all__ = [
     "endpoint_address",
     "find_port",
     "namespace_terminating",
-    "is_pod_ready",
     "pod_endpoints_changed",
     "resolved_ports",
     "selector_matches",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.node import is_node_ready
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
 from everynode.storage.memory import MemoryStore
 
@@ -125,7 +126,9 @@ async def api_floor(n: int) -> float:
     t0 = time.perf_counter()
     for i in range(n):
         node = f"worker-{i + 1}"
-        pod = await client.create("pods", daemon_pod(ds, template, node), namespace=DS_NAMESPACE)
+        body = daemon_pod(ds, template, node)
+        assert body is not None  # the DaemonSet of the scenario has labels
+        pod = await client.create("pods", body, namespace=DS_NAMESPACE)
         md = pod["metadata"]
         await client.create_subresource("pods", md["name"], "binding", {
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": md["name"]},
@@ -200,7 +203,8 @@ async def _start_plane(nodes: int, *, transport: str) -> ControlPlane:
         ctrl = DaemonSetController(http, clock=plane.clock, informers=SharedInformerFactory(http))
         await ctrl.start()
         plane.components["daemonset-http"] = ctrl
-    await plane.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",  # type: ignore[union-attr]
+    assert plane.client is not None
+    await plane.client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": DS_NAMESPACE}})
     # every node Ready, and adopted by its simulated kubelet (address, pod CIDR, first status and
     # lease written), before the clock starts: otherwise start-up work is measured as converge
@@ -217,8 +221,7 @@ async def _wait_nodes_ready(plane: ControlPlane, n: int, timeout: float = 600) -
     deadline = loop.time() + timeout
     while True:
         nodes = (await plane.client.list("nodes")).get("items") or []
-        ready = sum(1 for nd in nodes if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                             for c in (nd.get("status") or {}).get("conditions") or ()))
+        ready = sum(1 for nd in nodes if is_node_ready(nd))
         if ready >= n:
             return
         if loop.time() > deadline:
@@ -245,7 +248,8 @@ async def bench_converge(nodes: int, transport: str) -> dict[str, Any]:
     try:
         m = Measure()
         m.start()
-        await plane.client.create("daemonsets.apps", daemonset_manifest())  # type: ignore[union-attr]
+        assert plane.client is not None
+        await plane.client.create("daemonsets.apps", daemonset_manifest())
         await _wait_status(plane, _available(nodes), timeout=3600)
         seconds, cpu = m.stop()
     finally:
@@ -312,6 +316,7 @@ async def bench_sync(nodes: int, transport: str, *, rounds: int = 200) -> dict[s
         await plane.client.create("daemonsets.apps", daemonset_manifest())
         await _wait_status(plane, _available(nodes), timeout=3600)
         ctrl = plane.components.get("daemonset") or plane.components.get("daemonset-http")
+        assert ctrl is not None, "the sync scenario runs the DaemonSet controller"
         key = f"{DS_NAMESPACE}/{DS_NAME}"
         samples = []
         m = Measure()

@@ -108,7 +108,7 @@ async def watch(client: Client, namespace: str | None, console: Console, *, inte
         return frame(objects, namespace=namespace, now=clock.now(), why=why)
 
     async def wait_for_change(timeout: float | None) -> None:
-        waiters = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(changed.wait()), asyncio.ensure_future(stop.wait())]
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -118,7 +118,8 @@ async def watch(client: Client, namespace: str | None, console: Console, *, inte
     try:
         synced = asyncio.gather(*(inf.wait_synced() for inf in informers.values()))
         stopper = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([synced, stopper], return_when=asyncio.FIRST_COMPLETED)
+        pending: list[asyncio.Future[Any]] = [synced, stopper]
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
         if stop.is_set():
             synced.cancel()

@@ -43,7 +43,7 @@ from typing import Any
 import click
 
 from everynode.api.errors import ApiError
-from everynode.api.registry import resource
+from everynode.api.registry import resource as registered_resource
 from everynode.client.base import Client
 from everynode.client.http import HttpClient
 from everynode.client.informer import Informer, SharedInformerFactory
@@ -83,10 +83,10 @@ class NamespacedInformerFactory(SharedInformerFactory):
         super().__init__(client, **kwargs)
         self.namespace = namespace
 
-    def informer(self, resource_name: str, *, namespace: str | None = None, **kwargs: Any) -> Informer:
-        if namespace is None and resource(resource_name).namespaced:
+    def informer(self, resource: str, *, namespace: str | None = None, **kwargs: Any) -> Informer:
+        if namespace is None and registered_resource(resource).namespaced:
             namespace = self.namespace
-        return super().informer(resource_name, namespace=namespace, **kwargs)
+        return super().informer(resource, namespace=namespace, **kwargs)
 
 
 def default_identity() -> str:
@@ -134,7 +134,8 @@ async def run_controller(client: Client, options: ControllerOptions, *, stop: as
     election = asyncio.ensure_future(elector.run(lead))
     stopping = asyncio.ensure_future(stop.wait())
     try:
-        done, _ = await asyncio.wait({election, stopping, failed}, return_when=asyncio.FIRST_COMPLETED)
+        watched: set[asyncio.Future[Any]] = {election, stopping, failed}
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
     if election in done:

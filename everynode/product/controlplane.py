@@ -126,8 +126,7 @@ class ControlPlane:
                 f"(choose from {', '.join(COMPONENTS)})")
         self.store = await self._open_store(say)
         self.service = ApiService(self.store, clock=self.clock)
-        if hasattr(self.service, "start"):
-            await self.service.start()
+        await self.service.start()
         self.client = InProcessClient(self.service)
         if cfg.serve_http:
             await self._serve(say)
@@ -182,6 +181,7 @@ class ControlPlane:
         from everynode.apiserver import tls
 
         cfg = self.config
+        assert self.service is not None  # start() creates it before serving
         pki = cfg.data_dir / "pki" if not cfg.in_memory else None
         certs = tls.ensure_certs(pki, hosts=[cfg.host])
         token = self._token()
@@ -311,15 +311,13 @@ class ControlPlane:
         for rec in self.recorders:
             await rec.close(flush=False)
         self.recorders.clear()
-        if self.informers is not None and hasattr(self.informers, "stop"):
+        if self.informers is not None:
             await self.informers.stop()
         if self.server is not None:
             await self.server.stop()
             self.server = None
         if self.client is not None:
             await self.client.close()
-        if self.service is not None and hasattr(self.service, "stop"):
-            await self.service.stop()
         if self.store is not None:
             await self.store.close()
             self.store = None

@@ -480,7 +480,7 @@ class DNSServer:
                 transport.close()
                 if attempt == attempts - 1:
                     raise
-        self._udp = transport  # type: ignore[assignment]
+        self._udp = transport
         self.port = port
         log.info("cluster DNS listening on %s:%d (zone %s)", self.host, self.port, self.resolver.zone)
 

@@ -47,12 +47,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
+from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
 from everynode.controllers.daemonset.eligibility import (
     CONTROLLER_REVISION_HASH_LABEL,
     Placement,
-    is_pod_ready,
     is_pod_updated,
     target_node_or_none,
     template_generation,
@@ -192,7 +193,7 @@ def index_pods(pods: Iterable[Obj]) -> dict[str, dict[str, list[Obj]]]:
             continue
         if ((pod.get("status") or {}).get("phase") or "") in _TERMINAL_PHASES:
             continue
-        node = target_node_or_none(pod)  # type: ignore[arg-type]
+        node = target_node_or_none(pod)
         if node is None:
             continue
         index.setdefault(owner, {}).setdefault(node, []).append(pod)
@@ -230,14 +231,14 @@ class DaemonSetView:
 def daemonset_view(ds: Obj, nodes: Sequence[Obj], pods_by_node: Mapping[str, Sequence[Obj]],
                    revision: Obj | None) -> DaemonSetView:
     """Cells for ``nodes`` (already in display order); pods on nodes not listed are ignored."""
-    placement = Placement(ds)  # type: ignore[arg-type]
+    placement = Placement(ds)
     hash_ = revision_hash(revision)
-    generation = template_generation(ds)  # type: ignore[arg-type]
+    generation = template_generation(ds)
     cells: list[tuple[str, CellState]] = []
     counts: Counter[CellState] = Counter()
     for node in nodes:
         name = _meta(node).get("name") or ""
-        should_run, _ = placement.evaluate(node)  # type: ignore[arg-type]
+        should_run, _ = placement.evaluate(node)
         state = cell_state(should_run, pods_by_node.get(name, ()), hash_=hash_, generation=generation)
         cells.append((name, state))
         counts[state] += 1
@@ -255,9 +256,10 @@ def build_views(daemonsets: Iterable[Obj], nodes: Iterable[Obj], pods: Iterable[
     views = [daemonset_view(ds, ordered_nodes, by_owner.get(_uid(ds), {}), newest.get(_uid(ds)))
              for ds in ordered_ds]
     if explain_at is not None:
+        node_dicts, pod_dicts, revision_dicts = [dict(n) for n in nodes], [dict(p) for p in pods], [dict(r) for r in revisions]
         for view in views:
-            objects = ClusterObjects(nodes=nodes, pods=pods, daemonsets=[dict(view.daemonset)],
-                                     controllerrevisions=revisions)
+            objects = ClusterObjects(nodes=node_dicts, pods=pod_dicts, daemonsets=[dict(view.daemonset)],
+                                     controllerrevisions=revision_dicts)
             view.explanation = explain(dict(view.daemonset), objects, now=explain_at)
     return views
 
@@ -289,11 +291,9 @@ def rollout_message(ds: Obj) -> tuple[str, bool]:
     """``kubectl rollout status`` for a DaemonSet: ``(message, done)``.
 
     OnDelete DaemonSets get kubectl's error text (kubectl prints it as an error and stops)."""
-    spec = ds.get("spec") or {}
     status = ds.get("status") or {}
     name = _meta(ds).get("name") or ""
-    strategy = (spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         return "rollout status is only available for RollingUpdate strategy type", True
     generation = int(_meta(ds).get("generation") or 0)
     observed = int(status.get("observedGeneration") or 0)
@@ -397,9 +397,8 @@ def daemonset_section(view: DaemonSetView, *, all_namespaces: bool = False, max_
     header.append("  ")
     header.append_text(counts_text(view.counts))
     message, done = rollout_message(ds)
-    strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or "RollingUpdate"
     style = ROLLOUT_DONE_STYLE if done else ROLLOUT_WAITING_STYLE
-    if strategy != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         style = ROLLOUT_UNAVAILABLE_STYLE
     return Group(header, Text(message, style=style),
                  node_grid(view, max_cells=max_cells, named_limit=named_limit), *reason_lines(view))

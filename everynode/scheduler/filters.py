@@ -1,9 +1,12 @@
 """The scheduler's filters and the FailedScheduling message, as kube-scheduler words them.
 
-Each filter is a pure function ``(PodInfo, NodeInfo) -> Status | None`` (None = passes).  They
-run in upstream's default-profile order (``pkg/scheduler/apis/config/v1/default_plugins.go``):
-NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit; the
-first failing one decides the node's reasons (``RunFilterPlugins`` stops there).
+Each node-local filter is a pure function ``(PodInfo, NodeInfo) -> Status | None`` (None =
+passes).  They run in upstream's default-profile order (``pkg/scheduler/apis/config/v1/
+default_plugins.go``): NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+NodeResourcesFit, then the two cluster-wide ones, PodTopologySpread and InterPodAffinity, which
+also read the attempt's :class:`~everynode.scheduler.cycle.CycleState` (the counts their
+PreFilter made; ``cycle=None`` means both were skipped).  The first failing filter decides the
+node's reasons (``RunFilterPlugins`` stops there).
 
 A Status carries the reasons shown in the message and whether preemption could help: filters
 that no eviction can fix (name, cordon, taints, affinity, a request larger than the whole node)
@@ -23,7 +26,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from everynode.api.node import TAINT_NODE_UNSCHEDULABLE
 from everynode.api.scheduling import find_untolerated_taint
+from everynode.scheduler import interpodaffinity, topologyspread
+from everynode.scheduler.cycle import CycleState
 from everynode.scheduler.nodeinfo import NodeInfo
 from everynode.scheduler.podinfo import PodInfo
 
@@ -38,13 +44,17 @@ REASON_TOO_MANY_PODS = "Too many pods"
 REASON_PIN_EXCLUDED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+REASON_AFFINITY_RULES = interpodaffinity.REASON_AFFINITY_RULES
+REASON_ANTI_AFFINITY_RULES = interpodaffinity.REASON_ANTI_AFFINITY_RULES
+REASON_EXISTING_ANTI_AFFINITY = interpodaffinity.REASON_EXISTING_ANTI_AFFINITY
+REASON_SPREAD_CONSTRAINTS = topologyspread.REASON_CONSTRAINTS
+REASON_SPREAD_MISSING_LABEL = topologyspread.REASON_MISSING_LABEL
 
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
 PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 PREEMPTION_TERMINATING_VICTIM = "not eligible due to a terminating pod on the nominated node."
-
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT_KEY = TAINT_NODE_UNSCHEDULABLE  # the old name, kept for callers
 
 
 class Status:
@@ -72,8 +82,13 @@ _UNSCHEDULABLE = Status(REASON_UNSCHEDULABLE, unresolvable=True)
 _NODE_AFFINITY = Status(REASON_NODE_AFFINITY, unresolvable=True)
 _NODE_PORTS = Status(REASON_NODE_PORTS)
 PIN_EXCLUDED = Status(REASON_PIN_EXCLUDED, unresolvable=True)
+_AFFINITY_RULES = Status(REASON_AFFINITY_RULES, unresolvable=True)
+_ANTI_AFFINITY_RULES = Status(REASON_ANTI_AFFINITY_RULES)
+_EXISTING_ANTI_AFFINITY = Status(REASON_EXISTING_ANTI_AFFINITY)
+_SPREAD = {REASON_SPREAD_CONSTRAINTS: Status(REASON_SPREAD_CONSTRAINTS),
+           REASON_SPREAD_MISSING_LABEL: Status(REASON_SPREAD_MISSING_LABEL, unresolvable=True)}
 
-_UNSCHEDULABLE_TAINT = {"key": UNSCHEDULABLE_TAINT_KEY, "effect": "NoSchedule"}
+_UNSCHEDULABLE_TAINT = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": "NoSchedule"}
 
 
 def node_name_filter(pod: PodInfo, node: NodeInfo) -> Status | None:
@@ -148,7 +163,31 @@ def node_resources_fit_filter(pod: PodInfo, node: NodeInfo) -> Status | None:
     return Status(*reasons, unresolvable=unresolvable)
 
 
+def pod_topology_spread_filter(pod: PodInfo, node: NodeInfo, cycle: CycleState | None = None) -> Status | None:
+    """PodTopologySpread: the pod's DoNotSchedule constraints (counts from ``cycle``)."""
+    if cycle is None or cycle.spread is None:
+        return None
+    reason = topologyspread.spread_filter(cycle.spread, node)
+    return None if reason is None else _SPREAD[reason]
+
+
+def inter_pod_affinity_filter(pod: PodInfo, node: NodeInfo, cycle: CycleState | None = None) -> Status | None:
+    """InterPodAffinity: the pod's required (anti-)affinity, then existing pods' anti-affinity."""
+    if cycle is None or cycle.affinity is None:
+        return None
+    state = cycle.affinity
+    labels = node.labels
+    if state.required_affinity and not interpodaffinity.satisfies_pod_affinity(state, labels):
+        return _AFFINITY_RULES
+    if not interpodaffinity.satisfies_pod_anti_affinity(state, labels):
+        return _ANTI_AFFINITY_RULES
+    if not interpodaffinity.satisfies_existing_anti_affinity(state, labels):
+        return _EXISTING_ANTI_AFFINITY
+    return None
+
+
 FilterFn = Callable[[PodInfo, NodeInfo], "Status | None"]
+ClusterFilterFn = Callable[[PodInfo, NodeInfo, "CycleState | None"], "Status | None"]
 
 FILTERS: tuple[FilterFn, ...] = (
     node_unschedulable_filter,
@@ -158,31 +197,50 @@ FILTERS: tuple[FilterFn, ...] = (
     node_ports_filter,
     node_resources_fit_filter,
 )
+"""The node-local filters, in order."""
+
+CLUSTER_FILTERS: tuple[ClusterFilterFn, ...] = (
+    pod_topology_spread_filter,
+    inter_pod_affinity_filter,
+)
+"""The filters that read the attempt's :class:`CycleState`, in order, after :data:`FILTERS`."""
 
 
-def run_filters(pod: PodInfo, node: NodeInfo) -> Status | None:
-    """All filters in order; the first rejection wins (None: the pod fits the node)."""
+def run_filters(pod: PodInfo, node: NodeInfo, cycle: CycleState | None = None) -> Status | None:
+    """All filters in order; the first rejection wins (None: the pod fits the node).
+
+    ``cycle`` is the attempt's PreFilter state (:func:`everynode.scheduler.cycle.prefilter`);
+    without it the cluster-wide filters pass."""
     for f in FILTERS:
         st = f(pod, node)
         if st is not None:
             return st
+    if cycle is not None:
+        for g in CLUSTER_FILTERS:
+            st = g(pod, node, cycle)
+            if st is not None:
+                return st
     return None
 
 
-def run_filters_with_nominated(pod: PodInfo, node: NodeInfo) -> Status | None:
+def run_filters_with_nominated(pod: PodInfo, node: NodeInfo, cycle: CycleState | None = None) -> Status | None:
     """As upstream's ``RunFilterPluginsWithNominatedPods``: pods nominated to this node with a
-    priority at least the pod's own count as already there (they were promised the space)."""
+    priority at least the pod's own count as already there (they were promised the space),
+    in the node's usage and in the cluster-wide counts."""
     if node.nominated:
         extra = [n for k, n in node.nominated.items()
                  if k != pod.key and n.priority >= pod.priority and k not in node.pods]
         if extra:
             trial = node.clone_usage()
+            trial_cycle = cycle.clone() if cycle is not None else None
             for n in extra:
                 trial.add_pod(n)
-            st = run_filters(pod, trial)
+                if trial_cycle is not None:
+                    trial_cycle.add_pod(n, node)
+            st = run_filters(pod, trial, trial_cycle)
             if st is not None:
                 return st
-    return run_filters(pod, node)
+    return run_filters(pod, node, cycle)
 
 
 # -- messages --------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ class NodeInfo:
     __slots__ = (
         "name", "node", "labels", "taints", "unschedulable", "alloc_milli_cpu", "alloc_memory",
         "alloc_pods", "alloc_scalar", "req_milli_cpu", "req_memory", "req_scalar", "pods", "ports",
-        "nominated",
+        "nominated", "nonzero_milli_cpu", "nonzero_memory",
     )
 
     def __init__(self, node: Obj) -> None:
@@ -42,6 +42,9 @@ class NodeInfo:
         self.req_milli_cpu = 0
         self.req_memory = 0
         self.req_scalar: dict[str, int] = {}
+        # Requests as the scoring plugins count them (a container without one counts the default).
+        self.nonzero_milli_cpu = 0
+        self.nonzero_memory = 0
         self.pods: dict[str, PodInfo] = {}
         # (protocol, port) -> {hostIP: count}
         self.ports: dict[tuple[str, int], dict[str, int]] = {}
@@ -73,6 +76,8 @@ class NodeInfo:
         self.pods[pi.key] = pi
         self.req_milli_cpu += pi.milli_cpu
         self.req_memory += pi.memory
+        self.nonzero_milli_cpu += pi.nonzero_milli_cpu
+        self.nonzero_memory += pi.nonzero_memory
         for k, v in pi.scalar.items():
             self.req_scalar[k] = self.req_scalar.get(k, 0) + v
         for ip, proto, port in pi.host_ports:
@@ -85,6 +90,8 @@ class NodeInfo:
             return None
         self.req_milli_cpu -= pi.milli_cpu
         self.req_memory -= pi.memory
+        self.nonzero_milli_cpu -= pi.nonzero_milli_cpu
+        self.nonzero_memory -= pi.nonzero_memory
         for k, v in pi.scalar.items():
             left = self.req_scalar.get(k, 0) - v
             if left:
@@ -119,6 +126,8 @@ class NodeInfo:
         c.req_milli_cpu = self.req_milli_cpu
         c.req_memory = self.req_memory
         c.req_scalar = dict(self.req_scalar)
+        c.nonzero_milli_cpu = self.nonzero_milli_cpu
+        c.nonzero_memory = self.nonzero_memory
         c.pods = dict(self.pods)
         c.ports = {k: dict(v) for k, v in self.ports.items()}
         c.nominated = dict(self.nominated)

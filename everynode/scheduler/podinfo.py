@@ -14,12 +14,17 @@ Upstream rules reproduced here:
   ``hostPort`` to ``containerPort``; we apply the same rule here in case an object arrives
   undefaulted.
 * priority is ``spec.priority`` (resolved by admission); absent means 0.
+* for scoring, upstream counts a container that requests no cpu (memory) as requesting
+  100m (200Mi) (``NonMissingContainerRequests``); :func:`pod_nonzero_requests` sums those.
+* inter-pod affinity terms and topology spread constraints are parsed on first use (most pods
+  have none; a DaemonSet pod must not pay for them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from everynode.api.podaffinity import PodAffinityTerms, compile_pod_affinity
 from everynode.api.quantity import int_value, milli_value
 from everynode.api.scheduling import NodeMatcher, compile_required_affinity, pinned_node_name
 
@@ -27,6 +32,10 @@ Obj = dict[str, Any]
 
 CPU = "cpu"
 MEMORY = "memory"
+DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest (scoring only)
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
+_NO_LABELS: dict[str, str] = {}
+_UNSET: Any = object()
 
 # (hostIP, protocol, port)
 HostPort = tuple[str, str, int]
@@ -38,7 +47,8 @@ class PodInfo:
     __slots__ = (
         "key", "namespace", "name", "uid", "pod", "spec", "priority", "preempt_never",
         "milli_cpu", "memory", "scalar", "host_ports", "node_name", "tolerations",
-        "creation", "terminating", "candidates", "_affinity",
+        "creation", "terminating", "candidates", "_affinity", "labels", "nonzero_milli_cpu",
+        "nonzero_memory", "has_pod_affinity", "_pod_affinity",
     )
 
     def __init__(self, pod: Obj) -> None:
@@ -60,6 +70,13 @@ class PodInfo:
         self.host_ports: tuple[HostPort, ...] = pod_host_ports(spec)
         self.candidates: frozenset[str] | None = candidate_node_names(spec)
         self._affinity: NodeMatcher | None = None
+        self.labels: dict[str, str] = md.get("labels") or _NO_LABELS
+        self.nonzero_milli_cpu, self.nonzero_memory = (
+            (self.milli_cpu, self.memory) if _every_container_requests_cpu_and_memory(spec)
+            else pod_nonzero_requests(spec))
+        affinity = spec.get("affinity")
+        self.has_pod_affinity = bool(affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")))
+        self._pod_affinity: Any = _UNSET
 
     def refresh(self, pod: Obj) -> None:
         """Point at a newer version of the pod whose spec and metadata are equal for scheduling
@@ -74,6 +91,27 @@ class PodInfo:
         if m is None:
             m = self._affinity = compile_required_affinity(self.spec)
         return m
+
+    @property
+    def pod_affinity(self) -> PodAffinityTerms | None:
+        """The pod's inter-pod (anti-)affinity terms, parsed on first use; None: it has none."""
+        terms = self._pod_affinity
+        if terms is _UNSET:
+            terms = self._pod_affinity = (compile_pod_affinity(self.spec, self.namespace, self.labels)
+                                          if self.has_pod_affinity else None)
+        return terms
+
+    @property
+    def spread_constraints(self) -> list[Obj]:
+        return self.spec.get("topologySpreadConstraints") or []
+
+    @property
+    def controller_ref(self) -> Obj | None:
+        """The ownerReference with ``controller: true`` (upstream ``GetControllerOf``)."""
+        for ref in (self.pod.get("metadata") or {}).get("ownerReferences") or ():
+            if ref.get("controller"):
+                return ref
+        return None
 
 
 def candidate_node_names(spec: Obj) -> frozenset[str] | None:
@@ -157,6 +195,53 @@ def pod_requests(spec: Obj) -> tuple[int, int, dict[str, int]]:
     milli_cpu = total.pop(CPU, 0)
     memory = total.pop(MEMORY, 0)
     return milli_cpu, memory, total
+
+
+def _nonzero(container: Obj) -> tuple[int, int]:
+    req = _requests_of(container) or {}
+    cpu = _amount(CPU, req[CPU]) if CPU in req else DEFAULT_MILLI_CPU_REQUEST
+    mem = _amount(MEMORY, req[MEMORY]) if MEMORY in req else DEFAULT_MEMORY_REQUEST
+    return cpu, mem
+
+
+def _every_container_requests_cpu_and_memory(spec: Obj) -> bool:
+    """Then the non-zero requests equal the requests (no quantity is parsed twice)."""
+    for group in ("containers", "initContainers"):
+        for c in spec.get(group) or ():
+            req = _requests_of(c)
+            if not req or CPU not in req or MEMORY not in req:
+                return False
+    return True
+
+
+def pod_nonzero_requests(spec: Obj) -> tuple[int, int]:
+    """(milli-CPU, memory) as the scoring plugins count them: :func:`pod_requests` with every
+    container that requests no cpu (memory) counted at the default request."""
+    cpu = mem = 0
+    for c in spec.get("containers") or ():
+        a, b = _nonzero(c)
+        cpu += a
+        mem += b
+    init = spec.get("initContainers")
+    if init:
+        side_cpu = side_mem = peak_cpu = peak_mem = 0
+        for c in init:
+            a, b = _nonzero(c)
+            if c.get("restartPolicy") == "Always":
+                side_cpu += a
+                side_mem += b
+                cpu += a
+                mem += b
+                continue
+            peak_cpu = max(peak_cpu, side_cpu + a)
+            peak_mem = max(peak_mem, side_mem + b)
+        cpu = max(cpu, peak_cpu)
+        mem = max(mem, peak_mem)
+    overhead = spec.get("overhead")
+    if overhead:
+        cpu += _amount(CPU, overhead[CPU]) if CPU in overhead else 0
+        mem += _amount(MEMORY, overhead[MEMORY]) if MEMORY in overhead else 0
+    return cpu, mem
 
 
 def pod_host_ports(spec: Obj) -> tuple[HostPort, ...]:

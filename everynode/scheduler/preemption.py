@@ -6,7 +6,9 @@ Upstream (``pkg/scheduler/framework/preemption``, ``plugins/defaultpreemption``)
 * Only nodes whose rejection preemption could fix are candidates (ports, resources); a node
   rejected by an unresolvable filter (taint, affinity, cordon, the DaemonSet pin) is counted
   "Preemption is not helpful for scheduling".  For a pinned DaemonSet pod that leaves its node.
-* On a candidate node: remove *every* pod of strictly lower priority; if the pod still does not
+* On a candidate node: remove *every* pod of strictly lower priority — from the node's usage
+  and from a copy of the attempt's inter-pod affinity / spreading counts, so a pod blocked by
+  the anti-affinity of lower-priority pods can preempt them; if the pod still does not
   fit, the node is no candidate.  Otherwise add the removed pods back, most important first
   (higher priority, then older), keeping each one that still leaves room: what is left is the
   minimal set of victims in that order.  Equal or higher priority pods are never victims.
@@ -22,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from everynode.scheduler.cycle import CycleState
 from everynode.scheduler.filters import (
     PREEMPTION_NO_VICTIMS,
     PREEMPTION_NOT_HELPFUL,
@@ -51,17 +54,22 @@ def eligible_to_preempt(pod: PodInfo, nominated_node: NodeInfo | None) -> str | 
     return None
 
 
-def select_victims_on_node(pod: PodInfo, node: NodeInfo) -> tuple[list[PodInfo], Status | None]:
+def select_victims_on_node(pod: PodInfo, node: NodeInfo,
+                           cycle: CycleState | None = None) -> tuple[list[PodInfo], Status | None]:
     """The minimal set of lower-priority pods to evict from ``node`` so ``pod`` fits.
 
+    ``cycle`` is the attempt's PreFilter state (left unchanged: a copy is adjusted).
     Returns ``(victims, None)`` or ``([], status)`` when evicting cannot make room."""
     lower = [p for p in node.pods.values() if p.priority < pod.priority]
     if not lower:
         return [], _NO_VICTIMS
     trial = node.clone_usage()
+    trial_cycle = cycle.clone() if cycle is not None else None
     for p in lower:
         trial.remove_pod(p.key)
-    st = run_filters(pod, trial)
+        if trial_cycle is not None:
+            trial_cycle.remove_pod(p, node)
+    st = run_filters(pod, trial, trial_cycle)
     if st is not None:
         return [], st
     # Most important first: higher priority, then the one started earlier (creation as proxy).
@@ -69,8 +77,12 @@ def select_victims_on_node(pod: PodInfo, node: NodeInfo) -> tuple[list[PodInfo],
     victims: list[PodInfo] = []
     for p in lower:
         trial.add_pod(p)
-        if run_filters(pod, trial) is not None:
+        if trial_cycle is not None:
+            trial_cycle.add_pod(p, node)
+        if run_filters(pod, trial, trial_cycle) is not None:
             trial.remove_pod(p.key)
+            if trial_cycle is not None:
+                trial_cycle.remove_pod(p, node)
             victims.append(p)
     return victims, None
 
@@ -106,7 +118,7 @@ def _invert(text: str) -> str:
 
 
 def find_preemption(pod: PodInfo, resolvable: Iterable[NodeInfo], num_all_nodes: int, *,
-                    max_candidates: int = 100) -> PreemptionResult:
+                    max_candidates: int = 100, cycle: CycleState | None = None) -> PreemptionResult:
     """Dry-run preemption on the nodes whose rejection preemption might fix.
 
     Every other node counts as "Preemption is not helpful for scheduling".  Stops after
@@ -116,7 +128,7 @@ def find_preemption(pod: PodInfo, resolvable: Iterable[NodeInfo], num_all_nodes:
     examined = 0
     for node in resolvable:
         examined += 1
-        victims, st = select_victims_on_node(pod, node)
+        victims, st = select_victims_on_node(pod, node, cycle)
         if st is None:
             candidates[node.name] = victims
             if len(candidates) >= max_candidates:

@@ -10,7 +10,10 @@ Upstream ``pkg/scheduler/backend/queue/scheduling_queue.go`` in miniature:
   retried anyway (``podMaxInUnschedulablePodsDuration``).
 * Instead of upstream's queueing hints per plugin, parked pods are indexed by the node they are
   pinned to (DaemonSet pods): a change on node X wakes only the pods pinned to X plus the
-  unpinned ones — O(affected), never O(all parked pods) per node heartbeat.
+  unpinned ones — O(affected), never O(all parked pods) per node heartbeat.  Pods with pod
+  affinity or topology spread constraints also wake when a pod is assigned to a node (it may
+  be the pod they need next to them, or raise a domain's minimum): upstream's AssignedPodAdd
+  event for InterPodAffinity and PodTopologySpread.
 
 All timers are ``loop.call_later`` so the queue runs on virtual time.
 """
@@ -39,6 +42,7 @@ class SchedulingQueue:
         self._parked: dict[str, tuple[frozenset[str] | None, float]] = {}
         self._parked_by_node: dict[str, set[str]] = {}
         self._parked_unpinned: set[str] = set()
+        self._parked_for_pods: set[str] = set()  # parked pods that a pod assignment may help
         self._backoff_timers: dict[str, asyncio.TimerHandle] = {}
         self._wakeup = asyncio.Event()
         self._closed = False
@@ -76,8 +80,10 @@ class SchedulingQueue:
         heapq.heappush(self._heap, (-priority, next(self._seq), key))
         self._wakeup.set()
 
-    def park(self, key: str, priority: int, pinned: frozenset[str] | None) -> None:
-        """The pod failed to schedule: wait for a helpful event."""
+    def park(self, key: str, priority: int, pinned: frozenset[str] | None, *,
+             on_pod_assigned: bool = False) -> None:
+        """The pod failed to schedule: wait for a helpful event (``on_pod_assigned``: a pod
+        being assigned to any node is one)."""
         loop = asyncio.get_running_loop()
         self._priority[key] = priority
         self._attempts[key] = self._attempts.get(key, 0) + 1
@@ -91,6 +97,8 @@ class SchedulingQueue:
         else:
             for n in pinned:
                 self._parked_by_node.setdefault(n, set()).add(key)
+        if on_pod_assigned:
+            self._parked_for_pods.add(key)
 
     def requeue_after_error(self, key: str, priority: int) -> None:
         """An error (not a fit failure), e.g. the binding failed: retry after back-off."""
@@ -122,6 +130,16 @@ class SchedulingQueue:
         pinned = self._parked_by_node.get(node_name)
         if pinned:
             keys.extend(pinned)
+        for key in keys:
+            self._unpark(key)
+            self._backoff_then_activate(key)
+        return len(keys)
+
+    def pod_assigned(self) -> int:
+        """A pod was bound to a node: wake the parked pods that wait for that.  Returns how many."""
+        if not self._parked_for_pods:
+            return 0
+        keys = list(self._parked_for_pods)
         for key in keys:
             self._unpark(key)
             self._backoff_then_activate(key)
@@ -174,6 +192,7 @@ class SchedulingQueue:
         entry = self._parked.pop(key, None)
         if entry is None:
             return
+        self._parked_for_pods.discard(key)
         pinned = entry[0]
         if pinned is None:
             self._parked_unpinned.discard(key)

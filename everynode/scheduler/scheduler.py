@@ -19,10 +19,15 @@ Choices, each against a cost:
 * **Sampling for the rest.**  Unpinned pods stop after ``numFeasibleNodesToFind`` feasible nodes
   (all nodes below 100; else 50 % − nodes/125, at least 5 % and 100 nodes), starting where the
   previous search stopped, as upstream.  Only a pod that fits nowhere looks at every node.
-* **Scoring is least-allocated only** (cpu and memory, with upstream's non-zero defaults of
-  100m / 200Mi for pods that request nothing); ties go to the first node found, for
-  determinism (upstream picks randomly among ties).  Balanced allocation, preferred affinity,
-  PreferNoSchedule taints, image locality and topology spreading are not scored.
+* **Cluster-wide filters only when needed.**  Inter-pod affinity and topology spreading read
+  counts made once per attempt (``cycle.prefilter``); a pod with neither, in a cluster where no
+  existing pod's required anti-affinity matches it, gets no such state and its filters stay
+  node-local — a DaemonSet pod's decision costs the same as before these plugins existed.
+* **Scoring as the default profile** (``scoring.py``: resources least-allocated and balanced,
+  PreferNoSchedule taints, preferred node affinity, topology spreading incl. the system default
+  spreading of pods behind a Service or owned by a ReplicaSet/StatefulSet/ReplicationController,
+  inter-pod affinity; upstream's weights), only when more than one node is feasible; ties go to
+  the first node found, for determinism (upstream picks randomly among ties).
 * **Responsibility**: pods with ``spec.schedulerName`` equal to ``name`` (the API defaults it to
   ``default-scheduler``), no ``spec.nodeName`` and no ``deletionTimestamp``.
 * Terminal pods (Succeeded/Failed) hold no resources, as upstream's scheduler ignores them.
@@ -35,12 +40,16 @@ import logging
 from collections import Counter
 from typing import Any
 
+from everynode.api import registry
 from everynode.api.errors import ApiError
+from everynode.api.podaffinity import default_spread_selector
+from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import NORMAL, WARNING, EventRecorder
-from everynode.client.informer import Informer, SharedInformerFactory
+from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
 from everynode.clock import Clock
 from everynode.scheduler.cache import TERMINAL_PHASES, SchedulerCache
+from everynode.scheduler.cycle import CycleState, prefilter
 from everynode.scheduler.filters import (
     NO_NODES_AVAILABLE,
     PIN_EXCLUDED,
@@ -54,6 +63,7 @@ from everynode.scheduler.nodeinfo import NodeInfo
 from everynode.scheduler.podinfo import PodInfo
 from everynode.scheduler.preemption import eligible_to_preempt, find_preemption
 from everynode.scheduler.queue import SchedulingQueue
+from everynode.scheduler.scoring import select_host
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +72,12 @@ Obj = dict[str, Any]
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
-DEFAULT_MILLI_CPU_REQUEST = 100  # for scoring only (schedutil.DefaultMilliCPURequest)
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 YIELD_EVERY = 64
+# The controllers whose selector the system default spreading uses (``helper.DefaultSelector``):
+# (apiVersion, kind) of the pod's controller -> resource.
+_SPREAD_OWNERS = {("v1", "ReplicationController"): "replicationcontrollers",
+                  ("apps/v1", "ReplicaSet"): "replicasets.apps",
+                  ("apps/v1", "StatefulSet"): "statefulsets.apps"}
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None = None) -> int:
@@ -81,29 +94,17 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None = None
     return max(n, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def least_allocated_score(pod: PodInfo, node: NodeInfo) -> float:
-    cpu_req = pod.milli_cpu or DEFAULT_MILLI_CPU_REQUEST
-    mem_req = pod.memory or DEFAULT_MEMORY_REQUEST
-    score = 0.0
-    if node.alloc_milli_cpu > 0:
-        free = node.alloc_milli_cpu - node.req_milli_cpu - cpu_req
-        score += max(free, 0) * 100.0 / node.alloc_milli_cpu
-    if node.alloc_memory > 0:
-        free = node.alloc_memory - node.req_memory - mem_req
-        score += max(free, 0) * 100.0 / node.alloc_memory
-    return score / 2
-
-
 class Diagnosis:
     """Why a pod fits nowhere: per evaluated node the rejecting Status, plus nodes not evaluated."""
 
-    __slots__ = ("num_all_nodes", "rejected", "excluded", "prefilter_msg")
+    __slots__ = ("num_all_nodes", "rejected", "excluded", "prefilter_msg", "cycle")
 
     def __init__(self, num_all_nodes: int) -> None:
         self.num_all_nodes = num_all_nodes
         self.rejected: list[tuple[NodeInfo, Status]] = []
         self.excluded = 0  # nodes ruled out by the pin (NodeAffinity PreFilter)
         self.prefilter_msg = ""
+        self.cycle: CycleState | None = None  # the attempt's PreFilter state (preemption reuses it)
 
     def counts(self) -> Counter[str]:
         c = reasons_histogram(st for _, st in self.rejected)
@@ -137,6 +138,8 @@ class Scheduler:
         self._next_start = 0
         self._pod_informer: Informer | None = None
         self._node_informer: Informer | None = None
+        self._service_informer: Informer | None = None
+        self._owner_informers: dict[str, Informer] = {}
         # Counters (diagnostics, benchmarks).
         self.scheduled = 0
         self.failed_attempts = 0
@@ -154,6 +157,19 @@ class Scheduler:
                                                           self._on_node_delete))
         self._regs.append(self._pod_informer.add_handler(self._on_pod_add, self._on_pod_update,
                                                          self._on_pod_delete))
+        # Namespace labels (namespaceSelector of affinity terms); Services and controllers
+        # (the system default spreading's selector).  Controllers only where they are served.
+        ns_informer = self.informers.informer("namespaces")
+        self._regs.append(ns_informer.add_handler(self.cache.set_namespace, self._on_namespace_update,
+                                                  self._on_namespace_delete))
+        self._service_informer = self.informers.informer("services",
+                                                         indexers={NAMESPACE_INDEX: index_by_namespace})
+        for resource in _SPREAD_OWNERS.values():
+            try:
+                registry.resource(resource)
+            except KeyError:
+                continue
+            self._owner_informers[resource] = self.informers.informer(resource)
         self.informers.start()
         self._worker = asyncio.get_running_loop().create_task(self._run(), name=f"scheduler:{self.name}")
 
@@ -198,6 +214,35 @@ class Scheduler:
     def _on_node_delete(self, node: Obj) -> None:
         self.cache.remove_node(node["metadata"]["name"])
 
+    def _on_namespace_update(self, old: Obj, new: Obj) -> None:
+        self.cache.set_namespace(new)
+
+    def _on_namespace_delete(self, ns: Obj) -> None:
+        self.cache.remove_namespace((ns.get("metadata") or {}).get("name") or "")
+
+    def default_spread_selector(self, pi: PodInfo) -> LabelSelector:
+        """Upstream ``helper.DefaultSelector``: the selectors of the Services selecting the pod
+        and of its ReplicaSet / StatefulSet / ReplicationController, merged."""
+        services = (self._service_informer.by_index(NAMESPACE_INDEX, pi.namespace)
+                    if self._service_informer is not None else [])
+        owner: LabelSelector | dict[str, str] | None = None
+        ref = pi.controller_ref
+        if ref is not None:
+            resource = _SPREAD_OWNERS.get((ref.get("apiVersion") or "", ref.get("kind") or ""))
+            inf = self._owner_informers.get(resource) if resource is not None else None
+            obj = inf.get_by_name(pi.namespace, ref.get("name") or "") if inf is not None else None
+            if obj is not None:
+                selector = (obj.get("spec") or {}).get("selector")
+                if resource == "replicationcontrollers":
+                    owner = selector or None
+                else:
+                    try:
+                        owner = label_selector_from_dict(selector)
+                    except SelectorError:
+                        owner = None
+        return default_spread_selector(pi.labels, ((svc.get("spec") or {}).get("selector") for svc in services),
+                                       owner)
+
     def _on_pod_add(self, pod: Obj) -> None:
         self._pod_upsert(pod, None)
 
@@ -234,10 +279,12 @@ class Scheduler:
             if (old is not None and key not in self.cache.assumed and self.cache.has_pod(key)
                     and (old.get("spec") or {}).get("nodeName") == node_name
                     and bool((old.get("metadata") or {}).get("deletionTimestamp")) == bool(md.get("deletionTimestamp"))
-                    and old.get("spec") == spec):
+                    and old.get("spec") == spec and (old.get("metadata") or {}).get("labels") == md.get("labels")):
                 self.cache.refresh_pod(key, pod)  # a status-only change: usage is unchanged
                 return
             self.cache.set_pod(PodInfo(pod))
+            if queue is not None:
+                queue.pod_assigned()  # may satisfy a parked pod's affinity or spreading
             return
         if ((spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) != self.name or md.get("deletionTimestamp")
                 or spec.get("schedulingGates")):  # gated pods wait (SchedulingGates PreEnqueue)
@@ -283,12 +330,6 @@ class Scheduler:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def schedule_once(self, key: str) -> None:
-        """Schedule one pending pod now (tests and diagnostics)."""
-        pod = self._pending.get(key)
-        if pod is not None:
-            self._schedule_one(key, pod)
-
     def _schedule_one(self, key: str, pod: Obj) -> None:
         pi = PodInfo(pod)
         diag = Diagnosis(self.cache.live_count())
@@ -301,11 +342,13 @@ class Scheduler:
         self._unschedulable(pi, diag)
 
     def find_node(self, pi: PodInfo, diag: Diagnosis, *, nominated: str = "") -> NodeInfo | None:
-        """The node to bind to, or None with the reasons in ``diag``."""
+        """The node to bind to, or None with the reasons in ``diag`` (and the attempt's
+        PreFilter state in ``diag.cycle``, which preemption reuses)."""
         cache = self.cache
         num_all = diag.num_all_nodes
         if num_all == 0:
             return None
+        cycle = diag.cycle = prefilter(pi, cache)
         candidates = pi.candidates
         if candidates is not None:
             if not candidates:
@@ -318,7 +361,7 @@ class Scheduler:
                 if info is None:
                     continue
                 evaluated += 1
-                st = run_filters_with_nominated(pi, info)
+                st = run_filters_with_nominated(pi, info, cycle)
                 if st is None:
                     feasible.append(info)
                 else:
@@ -329,7 +372,7 @@ class Scheduler:
             return feasible[0] if len(feasible) == 1 else self._best(pi, feasible)
         if nominated:
             info = cache.node(nominated)
-            if info is not None and run_filters_with_nominated(pi, info) is None:
+            if info is not None and run_filters_with_nominated(pi, info, cycle) is None:
                 return info
         live = cache.live
         infos = cache.infos
@@ -342,7 +385,7 @@ class Scheduler:
         for i in range(n):
             info = infos[live[(start + i) % n]]
             processed += 1
-            st = run_filters_with_nominated(pi, info)
+            st = run_filters_with_nominated(pi, info, cycle)
             if st is None:
                 feasible.append(info)
                 if len(feasible) >= to_find:
@@ -354,20 +397,13 @@ class Scheduler:
             return None
         return feasible[0] if len(feasible) == 1 else self._best(pi, feasible)
 
-    @staticmethod
-    def _best(pi: PodInfo, feasible: list[NodeInfo]) -> NodeInfo:
-        best = feasible[0]
-        best_score = least_allocated_score(pi, best)
-        for info in feasible[1:]:
-            s = least_allocated_score(pi, info)
-            if s > best_score:
-                best, best_score = info, s
-        return best
+    def _best(self, pi: PodInfo, feasible: list[NodeInfo]) -> NodeInfo:
+        return select_host(pi, feasible, self.cache, default_selector=self.default_spread_selector)
 
     # -- binding --------------------------------------------------------------------------------
 
     async def _bind(self, pi: PodInfo, node_name: str) -> None:
-        body = {
+        body: Obj = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": pi.name, "namespace": pi.namespace, "uid": pi.uid},
@@ -424,7 +460,7 @@ class Scheduler:
             postfilter = "preemption: " + reason
         else:
             resolvable = (info for info, st in diag.rejected if not st.unresolvable)
-            result = find_preemption(pi, resolvable, diag.num_all_nodes)
+            result = find_preemption(pi, resolvable, diag.num_all_nodes, cycle=diag.cycle)
             if result.node is not None:
                 nominated, victims = result.node, result.victims
             else:
@@ -448,7 +484,8 @@ class Scheduler:
         if patch is not None:
             self._spawn(self._patch_status(pi, patch))
         if self.queue is not None:
-            self.queue.park(pi.key, pi.priority, pi.candidates)
+            self.queue.park(pi.key, pi.priority, pi.candidates,
+                            on_pod_assigned=pi.has_pod_affinity or bool(pi.spread_constraints))
 
     def _condition_patch(self, pod: Obj, msg: str, nominated: str | None) -> Obj | None:
         status = pod.get("status") or {}

@@ -311,7 +311,7 @@ class WatchHub:
             for event in self._events_after(since_rv):
                 if resource != ALL_RESOURCES and event.resource != resource:
                     continue
-                out = event
+                out: WatchEvent | None = event
                 if namespace is not None or predicate is not None:
                     out = self._filter(watcher, event, {})
                     if watcher.stopped:

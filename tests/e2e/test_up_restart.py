@@ -8,44 +8,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from everynode.api.errors import ApiError
 from everynode.client.http import HttpClient
+from tests.support.up import start_up, stop, wait_ready
 
 pytestmark = pytest.mark.e2e
-
-
-def start_up(data_dir: Path, *extra: str) -> subprocess.Popen[bytes]:
-    kubeconfig = data_dir / "kubeconfig"
-    if kubeconfig.exists():
-        kubeconfig.unlink()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "everynode.product.cli", "up", "--port", "0", "--data-dir", str(data_dir),
-         "--nodes", "2", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not kubeconfig.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"everynode up exited: {proc.stdout.read().decode()}")  # type: ignore[union-attr]
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("no kubeconfig written")
-        time.sleep(0.05)
-    return proc
-
-
-async def wait_ready(client: HttpClient) -> None:
-    for _ in range(600):
-        try:
-            await client.list("namespaces")
-            return
-        except Exception:
-            await asyncio.sleep(0.05)
-    raise AssertionError("API server never answered")
 
 
 def configmap(i: int) -> dict:
@@ -151,15 +122,6 @@ def banner_line(proc: subprocess.Popen[bytes]) -> str:
         seen.append(line)
         if line.startswith("everynode is up:"):
             return line.strip()
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def test_banner_after_a_restart_counts_the_nodes_that_persisted(tmp_path: Path) -> None:

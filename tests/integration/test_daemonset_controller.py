@@ -8,17 +8,21 @@ incremental status counters are checked against the full upstream-style recount.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from everynode.client.informer import SharedInformerFactory
 from everynode.controllers.daemonset.update import UpdateError
-from tests.support.ds_cluster import KEY, NS, Env, cond, counters, pinned_node
+from everynode.controllers.garbagecollector import GarbageCollector
+from tests.support.ds_cluster import KEY, NS, REV, Env, cond, counters, pinned_node
 
 DS = "daemonsets.apps"
 
 
 @pytest.fixture
 async def env(request):
-    e = Env(incremental=getattr(request, "param", True))
+    e = Env(full_scan=getattr(request, "param", False))
     await e.ctrl.start()
     yield e
     await e.ctrl.stop()
@@ -27,7 +31,7 @@ async def env(request):
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 
 
-@pytest.mark.parametrize("env", [True, False], indirect=True, ids=["incremental", "full-scan"])
+@pytest.mark.parametrize("env", [False, True], indirect=True, ids=["incremental", "full-scan"])
 async def test_pods_pinned_to_every_eligible_node_then_ready(env):
     for name in ("n1", "n2"):
         await env.node(name)
@@ -537,3 +541,54 @@ async def test_rollback_without_unnecessary_restarts(env):
             assert p["metadata"]["uid"] == original[node], f"the pod on {node} was restarted needlessly"
     deleted = await env.events("SuccessfulDelete")
     assert len(deleted) == 2  # the first old pod (rollout) and the bad pod (rollback): nothing else
+
+
+async def test_unplaced_pod_is_claimed_relabelled_and_released_like_any_pod(env):
+    """A pod with the DaemonSet's labels but no nodeName and no node pin (made by hand) is
+    outside every node group (``getNodesToDaemonPods``), yet upstream's ``getDaemonPods`` claims
+    it on every sync: it is adopted, relabelled by ``dedupCurHistories``, released in the sync
+    after its labels stop matching, and so left alone when the DaemonSet is deleted."""
+    informers = SharedInformerFactory(env.client)
+    gc = GarbageCollector(env.client, informers=informers, clock=env.clock)
+    await gc.start()
+    try:
+        await env.node("n1")
+        ds = await env.daemonset()
+        await env.settle()
+        stray = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "stray", "namespace": NS, "labels": {"app": "ds", "controller-revision-hash": "x"}},
+                 "spec": {"containers": [{"name": "c", "image": "nginx:0"}]}}
+        await env.client.create("pods", stray)
+        await env.settle()
+        got = await env.client.get("pods", "stray", namespace=NS)
+        assert [(r["uid"], r.get("controller")) for r in got["metadata"]["ownerReferences"]] == \
+            [(ds["metadata"]["uid"], True)]
+
+        # A second revision with the current template and a higher number: dedup keeps it and
+        # relabels every pod of the DaemonSet to its hash, the unplaced one included.
+        (current,) = await env.revisions()
+        duplicate = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                     "metadata": {"name": "ds-duplicate", "namespace": NS,
+                                  "labels": {"app": "ds", "controller-revision-hash": "duplicate"}},
+                     "data": current["data"], "revision": 7}
+        await env.client.create(REV, duplicate)
+        await env.settle()
+        assert [r["metadata"]["name"] for r in await env.revisions()] == ["ds-duplicate"]
+        hashes = {p["metadata"]["name"]: p["metadata"]["labels"]["controller-revision-hash"] for p in await env.pods()}
+        assert len(hashes) == 2 and set(hashes.values()) == {"duplicate"}
+
+        # Labels stop matching: released within one sync (no resync period passes: the clock stands still).
+        await env.client.patch("pods", "stray", {"metadata": {"labels": {"app": "elsewhere"}}}, namespace=NS)
+        await env.settle()
+        assert not (await env.client.get("pods", "stray", namespace=NS))["metadata"].get("ownerReferences")
+
+        # Deleting the DaemonSet collects its pods, not the released one.
+        await env.client.delete(DS, "ds", namespace=NS)
+        for _ in range(500):
+            if [p["metadata"]["name"] for p in await env.pods()] == ["stray"]:
+                break
+            await asyncio.sleep(0.01)
+        assert [p["metadata"]["name"] for p in await env.pods()] == ["stray"]
+    finally:
+        await gc.stop()
+        await informers.stop()

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from everynode.api.errors import ApiError
+from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE as OUT_OF_SERVICE
 from everynode.apiserver.service import ApiService
 from everynode.client.informer import SharedInformerFactory
 from everynode.client.inprocess import InProcessClient
-from everynode.controllers.podgc import OUT_OF_SERVICE, PodGC, terminated_deletion_order
+from everynode.controllers.podgc import PodGC, terminated_deletion_order
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
 from tests.support.nodes import post_condition

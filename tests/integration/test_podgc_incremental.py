@@ -1,8 +1,8 @@
-"""Pod GC's incremental passes against the full walk (``full_scan=True``, upstream's way).
+"""Pod GC's incremental passes against the full walk (upstream's way, kept here as the oracle).
 
 The differential test runs two pod GCs on one shared pair of informers, on a virtual-time loop:
-one walks every node and every bound node name each pass, the other reads the sets its event
-handlers keep.  Both write through a client that records instead of writing, so a pass cannot
+:class:`FullWalkPodGC` walks every node and every bound node name each pass, as upstream's
+``gc`` does, the product's :class:`PodGC` reads the sets its event handlers keep.  Both write through a client that records instead of writing, so a pass cannot
 change what the next one sees; after each pair of passes the two records must be equal (as
 multisets: the walk's order is the informer's, the sets' order is a hash order, and upstream's
 order is a map's), the quarantines must be equal, and the recorded writes are then made for real
@@ -25,11 +25,12 @@ from typing import Any
 import pytest
 
 from everynode.api.errors import ApiError
+from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE as OUT_OF_SERVICE
 from everynode.apiserver.service import ApiService
 from everynode.client.informer import NODE_NAME_INDEX, Informer, SharedInformerFactory, index_pod_by_node_name
 from everynode.client.inprocess import InProcessClient
 from everynode.clock import Clock
-from everynode.controllers.podgc import OUT_OF_SERVICE, PodGC
+from everynode.controllers.podgc import PodGC
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
 from tests.support.nodes import post_condition
@@ -180,6 +181,17 @@ class World:
     ALL = [*SIMPLE, wait, wait, restart_informer]
 
 
+class FullWalkPodGC(PodGC):
+    """The oracle: pod GC's actions on upstream's look-ups, a walk over every cached node and
+    every node name pods are bound to on each pass."""
+
+    def _out_of_service_candidates(self) -> list[Obj]:
+        return self._nodes.list()
+
+    def _missing_node_names(self) -> set[str]:
+        return {n for n in self._pods.index_values(NODE_NAME_INDEX) if self._nodes.get(n) is None}
+
+
 class CountingPodGC(PodGC):
     """Counts the writes each pass makes (through a :class:`DryClient`)."""
 
@@ -197,22 +209,22 @@ class CountingPodGC(PodGC):
     async def _gc_terminated(self) -> None:
         await self._count("terminated", super()._gc_terminated())
 
-    async def _gc_terminating_out_of_service(self, *, full_scan: bool) -> None:
-        await self._count("out-of-service", super()._gc_terminating_out_of_service(full_scan=full_scan))
+    async def _gc_terminating_out_of_service(self) -> None:
+        await self._count("out-of-service", super()._gc_terminating_out_of_service())
 
-    async def _gc_orphaned(self, *, full_scan: bool) -> None:
-        await self._count("orphaned", super()._gc_orphaned(full_scan=full_scan))
+    async def _gc_orphaned(self) -> None:
+        await self._count("orphaned", super()._gc_orphaned())
 
     async def _gc_unscheduled_terminating(self) -> None:
         await self._count("unscheduled", super()._gc_unscheduled_terminating())
 
 
-def check_sets(full: PodGC, inc: PodGC, nodes: Informer) -> None:
+def check_sets(full: FullWalkPodGC, inc: PodGC, nodes: Informer) -> None:
     """The handler-kept sets against the caches, at any instant (handlers run synchronously)."""
     tainted = {n["metadata"]["name"] for n in nodes.list()
                if any(t.get("key") == OUT_OF_SERVICE for t in n.get("spec", {}).get("taints") or ())}
     assert inc._out_of_service == tainted
-    assert full._missing_node_names(full_scan=True) <= inc._suspects
+    assert full._missing_node_names() <= inc._suspects
 
 
 async def differential_run(seed: int, steps: int) -> collections.Counter[str]:
@@ -227,8 +239,8 @@ async def differential_run(seed: int, steps: int) -> collections.Counter[str]:
     dry_full, dry_inc = DryClient(service), DryClient(service)
     threshold = rng.choice([0, 3])
 
-    def make_gcs() -> tuple[PodGC, CountingPodGC]:
-        return (PodGC(dry_full, informers=factory, clock=clock, terminated_threshold=threshold, full_scan=True),
+    def make_gcs() -> tuple[FullWalkPodGC, CountingPodGC]:
+        return (FullWalkPodGC(dry_full, informers=factory, clock=clock, terminated_threshold=threshold),
                 CountingPodGC(dry_inc, informers=factory, clock=clock, terminated_threshold=threshold))
 
     for _ in range(rng.randint(0, 8)):  # some history before anything is listed

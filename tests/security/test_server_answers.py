@@ -9,48 +9,19 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from everynode.apiserver import server as api_server
-from everynode.apiserver import tls
-from everynode.apiserver.service import ApiService
-from everynode.clock import Clock
-from everynode.storage.memory import MemoryStore
-
-TOKEN = "security-token"
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[api_server.ApiServerHandle, ssl.SSLContext]]:
-    certs = tls.ensure_certs(tmp_path / "pki", hosts=["127.0.0.1"])
-    handle = await api_server.serve(ApiService(MemoryStore(), clock=Clock()), host="127.0.0.1", port=0,
-                                    certs=certs, token=TOKEN, ready=True, read_header_timeout=1.0,
-                                    idle_timeout=1.0, request_timeout=2.0)
-    context = ssl.create_default_context(cadata=certs.ca_pem.decode())
-    try:
-        yield handle, context
-    finally:
-        await handle.stop()
+from tests.security.conftest import TOKEN
+from tests.support.raw_https import raw_request
 
 
 async def request(handle: api_server.ApiServerHandle, context: ssl.SSLContext, method: str, path: str,
                   body: bytes = b"", headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", handle.port, ssl=context,
-                                                   server_hostname="127.0.0.1")
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {TOKEN}",
-             f"Content-Length: {len(body)}", "Connection: close"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-    data = await asyncio.wait_for(reader.read(), 10)
-    writer.close()
-    head, _, payload = data.partition(b"\r\n\r\n")
-    code = int(head.split()[1])
-    if b"chunked" in head.lower():
-        payload = b"".join(payload.split(b"\r\n")[1::2])
+    code, _, payload = await raw_request(handle.port, context, method, path, body=body,
+                                         authorization=f"Bearer {TOKEN}".encode(), headers=headers)
     return code, payload
 
 

@@ -30,6 +30,7 @@ from everynode.client.workqueue import fast_rate_limiter
 from everynode.clock import Clock, parse_rfc3339
 from everynode.controllers.daemonset.controller import DaemonSetController
 from everynode.storage.memory import MemoryStore
+from tests.support.ds_oracle import full_recount, incremental_plan, plan_from_scratch
 
 Obj = dict[str, Any]
 
@@ -68,18 +69,20 @@ class Env:
     ``faults``: a :class:`FaultInjector` for the *controller's* client only; the harness writes
     through a clean client, so every injected failure hits the controller."""
 
-    def __init__(self, *, incremental: bool = True, faults: FaultInjector | None = None) -> None:
+    def __init__(self, *, full_scan: bool = False, faults: FaultInjector | None = None) -> None:
         self.clock = FakeClock()
         self.service = ApiService(MemoryStore(), clock=self.clock)
         self.client = InProcessClient(self.service)
         self.controller_client = InProcessClient(self.service, faults=faults) if faults is not None else self.client
         self.faults = faults
-        self.incremental = incremental
+        self.full_scan = full_scan
         self.ctrl = self.new_controller()
 
     def new_controller(self) -> DaemonSetController:
+        # ``full_scan``: a resync period of 0 rebuilds the controller's state on every sync, as
+        # upstream recomputes everything on every sync.
         return DaemonSetController(self.controller_client, clock=self.clock, rate_limiter=fast_rate_limiter(),
-                                   incremental=self.incremental)
+                                   **({"full_resync_period": 0.0} if self.full_scan else {}))
 
     async def restart_controller(self) -> None:
         """Stop the controller and start a new instance (fresh caches, expectations, backoff)."""
@@ -203,9 +206,8 @@ class Env:
     async def settle(self, key: str = KEY) -> dict:
         await self.ctrl.wait_idle()
         if self.ctrl.state(key) is not None:
-            assert self.ctrl.incremental_counts(key) == self.ctrl.full_recount(key)
-            incremental_plan, plan_from_scratch = self.ctrl.plans(key)
-            assert incremental_plan == plan_from_scratch
+            assert self.ctrl.incremental_counts(key) == full_recount(self.ctrl, key)
+            assert incremental_plan(self.ctrl, key) == plan_from_scratch(self.ctrl, key)
         return (await self.get_ds(key.split("/")[1]))["status"]
 
     async def settle_retries(self, key: str = KEY, *, timeout: float = 20.0) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.clock import format_rfc3339
 from everynode.controllers.daemonset.eligibility import (
     BudgetError,
@@ -11,8 +12,6 @@ from everynode.controllers.daemonset.eligibility import (
     add_or_update_toleration,
     allows_surge,
     default_daemon_tolerations,
-    is_pod_available,
-    is_pod_ready,
     is_pod_updated,
     node_should_run_daemon_pod,
     pin_to_node,

@@ -6,7 +6,8 @@ import pytest
 
 from everynode.api.errors import ApiError
 from everynode.api.registry import resource
-from everynode.apiserver.service import ApiService, RequestOptions, _drop_path
+from everynode.apiserver.registry.decode import drop_path as _drop_path
+from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
 from everynode.storage.memory import MemoryStore
 

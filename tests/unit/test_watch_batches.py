@@ -231,9 +231,9 @@ async def test_watch_batches_group_the_events_ready_together(api: ApiService) ->
 
 async def test_initial_events_come_in_bounded_batches_and_flatten_to_watch(api: ApiService,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import everynode.apiserver.service as servicemod
+    import everynode.apiserver.registry.watch as watchmod
 
-    monkeypatch.setattr(servicemod, "INITIAL_EVENTS_BATCH", 2)
+    monkeypatch.setattr(watchmod, "INITIAL_EVENTS_BATCH", 2)
     for name in ("a", "b", "c"):
         await api.create(PODS, "default", api_pod(name), opts=RequestOptions())
     batches = api.watch_batches(PODS, "default", send_initial_events=True, allow_bookmarks=True,

@@ -108,6 +108,54 @@ def test_unknown_fields_skipping_stored_subtrees_reports_the_same_paths(api_vers
     assert unknown_fields(api_version, kind, obj, known=known) == unknown_fields(api_version, kind, obj)
 
 
+def _pinned_pod(node: Any, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "agent-", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}, **extra}}
+
+
+TEMPLATE_CASES = [
+    ("clean", _pinned_pod("n1")),
+    ("badly typed affinity value", _pinned_pod(7)),
+    ("unknown field in affinity", _edit(_pinned_pod("n1"), "spec", "affinity", "bogus", value=1)),
+    ("badly typed node name", _pinned_pod("n1", nodeName=["n1"])),
+    ("badly typed template field", _pinned_pod("n1", terminationGracePeriodSeconds="30")),
+    ("unknown template field", _pinned_pod("n1", bogus=True)),
+]
+
+
+@pytest.mark.parametrize("pod", [c[1] for c in TEMPLATE_CASES], ids=[c[0] for c in TEMPLATE_CASES])
+def test_pod_template_memo_reports_what_the_full_walk_reports(pod, monkeypatch):
+    from everynode.api import typecheck
+
+    def findings(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
+        found = typecheck.check_object("v1", "Pod", deep_copy(obj))
+        return found.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in found.problems]
+
+    with monkeypatch.context() as m:
+        m.setattr(typecheck, "_PER_OBJECT_FIELDS", {})
+        full = findings(pod)
+    typecheck._CLEAN_TEMPLATES.clear()
+    assert findings(_pinned_pod("n0")) == ([], [])
+    assert typecheck._CLEAN_TEMPLATES  # the template is remembered
+    assert findings(pod) == full
+    assert findings(pod) == full
+
+
+def test_pod_template_memo_keeps_only_walks_that_could_report_everything():
+    from everynode.api import typecheck
+
+    typecheck._CLEAN_TEMPLATES.clear()
+    bad_spec = _pinned_pod("n1", terminationGracePeriodSeconds="30")
+    # Metadata first fills the findings to the bound: the spec's own problem goes unreported.
+    many = _edit(bad_spec, "metadata", "labels", value={f"l{i}": i for i in range(typecheck.MAX_PROBLEMS)})
+    assert len(typecheck.check_object("v1", "Pod", many).problems) == typecheck.MAX_PROBLEMS
+    assert not typecheck._CLEAN_TEMPLATES
+    assert [p.go_path for p in typecheck.check_object("v1", "Pod", bad_spec).problems] == [
+        "spec.terminationGracePeriodSeconds"]
+
+
 # --------------------------------------------------------------------------- managedFields
 
 def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
@@ -210,6 +258,43 @@ def test_unchanged_field_set_keeps_the_stored_entry_and_only_moves_its_time():
     assert again["metadata"]["managedFields"][0] is entry  # same second: the stored entry itself
 
 
+def _pinned_spec(node: str, **extra: Any) -> dict[str, Any]:
+    from everynode.api.defaults import apply_defaults
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "nginx"}], "affinity": {"nodeAffinity": {
+               "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}, **extra}}
+    apply_defaults("pods", pod)
+    return pod["spec"]
+
+
+SPEC_MEMO_CASES = [
+    ("valid", _pinned_spec("n1")),
+    ("bad node name", _pinned_spec("n1", nodeName="Not_A_Name")),
+    ("bad affinity operator", _edit(_pinned_spec("n2"), "affinity", "nodeAffinity",
+                                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                                    value=[{"matchFields": [{"key": "metadata.name", "operator": "Gt",
+                                                             "values": ["x"]}]}])),
+    ("bad affinity and node name", _edit(_pinned_spec("n3", nodeName="-"), "affinity", value={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})),
+    ("bad template field", _edit(_pinned_spec("n4"), "restartPolicy", value="Sometimes")),
+]
+
+
+@pytest.mark.parametrize("spec", [c[1] for c in SPEC_MEMO_CASES], ids=[c[0] for c in SPEC_MEMO_CASES])
+@pytest.mark.parametrize("resource_is_pod", [True, False])
+def test_pod_spec_memo_reports_what_the_full_check_reports(spec, resource_is_pod):
+    from everynode.api.validation import pod
+
+    pod._VALID_SPECS.clear()
+    assert pod.validate_pod_spec(_pinned_spec("n0"), "spec", resource_is_pod=resource_is_pod) == []
+    assert pod._VALID_SPECS  # the template part is remembered
+    full = pod._validate_pod_spec(spec, "spec", resource_is_pod=resource_is_pod)
+    assert pod.validate_pod_spec(spec, "spec", resource_is_pod=resource_is_pod) == full
+    assert pod.validate_pod_spec(deep_copy(spec), "spec", resource_is_pod=resource_is_pod) == full
+
+
 KEY_ELEMENT_CASES = [
     ({"name": "c"}, ("name",)),
     ({"containerPort": 80}, ("containerPort", "protocol")),  # protocol defaulted to TCP
@@ -261,6 +346,44 @@ def test_indexer_agrees_with_the_scan(order, merge_key):
     probes = [*order, {"name": "zz"}, {"port": False}, {"name": ["unhashable"]}, 3, False, None]
     index = strategic._indexer(order, merge_key)
     assert [index(p) for p in probes] == [strategic._index(order, p, merge_key) for p in probes]
+
+
+_COND = "type"
+KEYED_MERGE_CASES = [
+    ("kubelet status", [{"type": "PodScheduled", "status": "True"}],
+     [{"type": t, "status": "True", "reason": None} for t in ("Initialized", "Ready", "PodScheduled", "X")]),
+    ("interleaved", [{"type": "a"}, {"type": "b"}, {"type": "c"}, {"type": "d"}],
+     [{"type": "d", "v": 1}, {"type": "new"}, {"type": "b", "v": 2}]),
+    ("only new", [{"type": "a"}], [{"type": "z"}, {"type": "y"}]),
+    ("only live", [{"type": "a"}, {"type": "b"}], [{"type": "b"}]),
+    ("int and bool keys", [{"type": 1}, {"type": True}], [{"type": 1.0, "x": 1}, {"type": False}]),
+    ("duplicate patch key", [{"type": "a"}], [{"type": "a", "v": 1}, {"type": "a", "v": 2}]),
+    ("duplicate live key", [{"type": "a"}, {"type": "a", "w": 1}], [{"type": "a", "v": 1}]),
+    ("directive", [{"type": "a"}, {"type": "b"}], [{"type": "a", "$patch": "delete"}, {"type": "c"}]),
+    ("null key", [{"type": "a"}], [{"type": None}]),
+    ("missing key", [{"type": "a"}], [{"status": "x"}]),
+    ("unhashable key", [{"type": ["a"]}], [{"type": ["a"], "v": 1}]),
+    ("nested nulls", [{"type": "a", "m": {"k": 1}}], [{"type": "a", "m": {"k": None, "j": [1]}}]),
+]
+
+
+@pytest.mark.parametrize(("original", "patch"), [c[1:] for c in KEYED_MERGE_CASES],
+                         ids=[c[0] for c in KEYED_MERGE_CASES])
+def test_plain_keyed_merge_is_the_general_merge(original, patch, monkeypatch):
+    def general() -> Any:
+        with monkeypatch.context() as m:
+            m.setattr(strategic, "_merge_plain_keyed", lambda *a: None)
+            return strategic._merge_slice(original, patch, None, _COND, False)
+
+    try:
+        expected = general()
+    except Exception as e:  # noqa: BLE001 - whatever the general path raises, the same is raised
+        with pytest.raises(type(e)) as caught:
+            strategic._merge_slice(original, patch, None, _COND, False)
+        assert str(caught.value) == str(e)
+        return
+    got = strategic._merge_slice(original, patch, None, _COND, False)
+    assert go_json(got) == go_json(expected)
 
 
 CLEAN_CASES = [
@@ -398,6 +521,35 @@ async def test_status_patch_leaves_the_stored_object_untouched(api: ApiService):
     assert label["status"] is new["status"]
     assert label["metadata"]["labels"] == {"app": "x", "x": "y"}
     assert [e["manager"] for e in label["metadata"]["managedFields"]] == ["ds", "kubelet", "labeler"]
+
+
+async def test_status_patch_carries_untouched_subtrees_over_by_identity():
+    """A ``/status`` patch copies only the top levels (``_private_copy``): what it leaves alone is
+    the stored object's own (in a store without sharing, which would make equal copies one
+    again), and nothing stored changes, even when later stages mutate."""
+    api = ApiService(MemoryStore(share_capacity=0), clock=FixedClock())
+    pods = resource("pods")
+    body = _pod()
+    for key in ("uid", "resourceVersion"):
+        del body["metadata"][key]
+    await api.create(pods, "default", body, opts=RequestOptions(field_manager="ds"))
+    stored, _ = await api.patch(pods, "default", "p", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                                "strategic", subresource="status", opts=RequestOptions(field_manager="kubelet"))
+    snapshot = deep_copy(stored)
+    patch = {"metadata": {"uid": stored["metadata"]["uid"]}, "status": {"podIP": "10.0.0.9"}}
+    new, _ = await api.patch(pods, "default", "p", patch, "strategic", subresource="status",
+                             opts=RequestOptions(field_manager="kubelet"))
+    assert stored == snapshot
+    for key in ("labels", "ownerReferences"):
+        assert new["metadata"][key] is stored["metadata"][key]
+    assert new["status"]["podIP"] == "10.0.0.9"
+    assert new["status"]["conditions"] is stored["status"]["conditions"]
+    # A badly typed spec sent to /status is still decoded (and refused) as before.
+    with pytest.raises(ApiError) as caught:
+        await api.patch(pods, "default", "p", {"spec": {"terminationGracePeriodSeconds": "x"}}, "merge",
+                        subresource="status", opts=RequestOptions(field_manager="kubelet"))
+    assert caught.value.code == 422
+    assert "terminationGracePeriodSeconds" in caught.value.status["message"]
 
 
 async def test_patch_result_that_is_not_an_object_is_rejected_by_decoding(api: ApiService):

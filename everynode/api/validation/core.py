@@ -27,13 +27,13 @@ from everynode.api.names import (
     is_config_map_key,
     is_dns1123_subdomain,
     is_valid_label_value,
-    is_valid_port_name,
     is_valid_port_num,
     name_is_dns1035_label,
     name_is_dns_label,
     name_is_dns_subdomain,
     name_is_path_segment,
 )
+from everynode.api.quantity import parse_quantity_value
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
     as_dict,
@@ -56,7 +56,7 @@ from everynode.api.validation.meta import (
 from everynode.api.validation.pod import (
     SUPPORTED_PORT_PROTOCOLS,
     TAINT_EFFECTS,
-    parse_quantity_value,
+    validate_port_num_or_name,
 )
 
 Obj = dict[str, Any]
@@ -184,14 +184,6 @@ def _is_headless(spec: Obj) -> bool:
     return as_str(spec.get("clusterIP")) == "None"
 
 
-def _validate_port_num_or_name(value: Any, path: str) -> list[FieldError]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return [field.invalid(path, value, m) for m in is_valid_port_num(value)]
-    if isinstance(value, str):
-        return [field.invalid(path, value, m) for m in is_valid_port_name(value)]
-    return [field.invalid(path, value, "must be an int or a string")]
-
-
 def _validate_service_port(port: Obj, *, require_name: bool, names: set[str], path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     name = as_str(port.get("name"))
@@ -210,7 +202,7 @@ def _validate_service_port(port: Obj, *, require_name: bool, names: set[str], pa
         errs.append(field.required(child(path, "protocol")))
     elif protocol not in SUPPORTED_PORT_PROTOCOLS:
         errs.append(field.not_supported(child(path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
-    errs.extend(_validate_port_num_or_name(port.get("targetPort", 0), child(path, "targetPort")))
+    errs.extend(validate_port_num_or_name(port.get("targetPort", 0), child(path, "targetPort")))
     if port.get("appProtocol") is not None:
         errs.extend(validate_qualified_name(as_str(port["appProtocol"]), child(path, "appProtocol")))
     return errs

@@ -37,7 +37,7 @@ from everynode.api.names import (
     is_valid_port_num,
     name_is_dns_subdomain,
 )
-from everynode.api.quantity import parse_quantity
+from everynode.api.quantity import parse_quantity_value
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
     as_dict,
@@ -100,20 +100,6 @@ _EXTRA_SOURCE_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
 
 
 # --- quantities ---------------------------------------------------------------------------------
-
-def parse_quantity_value(value: Any) -> Fraction | None:
-    """Upstream ``resource.ParseQuantity`` semantics (value only); ``None`` if malformed."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        value = str(value)
-    if not isinstance(value, str):
-        return None
-    try:
-        return parse_quantity(value)
-    except ValueError:
-        return None
-
 
 def _quantity_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
@@ -487,7 +473,8 @@ def validate_resource_requirements(resources: Any, path: str) -> list[FieldError
     return errs
 
 
-def _validate_port_num_or_name(port: Any, path: str) -> list[FieldError]:
+def validate_port_num_or_name(port: Any, path: str) -> list[FieldError]:
+    """An int-or-string port (``validatePortNumOrName``): a port number or an IANA port name."""
     if isinstance(port, int) and not isinstance(port, bool):
         return [field.invalid(path, port, m) for m in is_valid_port_num(port)]
     if isinstance(port, str):
@@ -519,7 +506,7 @@ def _validate_handler(handler: Obj, path: str, *, allow_sleep: bool, allow_grpc:
         elif kind == "httpGet":
             if not as_str(action.get("path")):
                 errs.append(field.required(child(kind_path, "path")))
-            errs.extend(_validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
             scheme = as_str(action.get("scheme"))
             if scheme not in HTTP_SCHEMES:
                 errs.append(field.not_supported(child(kind_path, "scheme"), scheme, HTTP_SCHEMES))
@@ -528,9 +515,9 @@ def _validate_handler(handler: Obj, path: str, *, allow_sleep: bool, allow_grpc:
                 errs.extend(field.invalid(child(kind_path, "httpHeaders"), header_name, m)
                             for m in is_http_header_name(header_name))
         elif kind == "tcpSocket":
-            errs.extend(_validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(action.get("port"), child(kind_path, "port")))
         elif kind == "grpc":
-            errs.extend(_validate_port_num_or_name(as_int(action.get("port")), child(kind_path, "port")))
+            errs.extend(validate_port_num_or_name(as_int(action.get("port")), child(kind_path, "port")))
         elif kind == "sleep":
             seconds = as_int(action.get("seconds"))
             if isinstance(grace_period, int) and not 0 <= seconds <= grace_period:
@@ -844,9 +831,50 @@ def validate_affinity(affinity: Any, path: str) -> list[FieldError]:
 
 # --- pod spec -----------------------------------------------------------------------------------
 
+# The fields of a pod spec that differ from pod to pod of one template (the DaemonSet
+# controller pins each pod to its node with a matchFields affinity; the scheduler sets nodeName).
+_PER_POD_FIELDS = frozenset({"affinity", "nodeName"})
+# (path, resource_is_pod, JSON text of the spec without _PER_POD_FIELDS) of specs found valid.
+_VALID_SPECS: dict[tuple[str, bool, bytes], bool] = {}
+_VALID_SPECS_MAX = 4096
+
+
 def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[FieldError]:
-    """``ValidatePodSpec`` (plus ``validatePodHostNetworkDeps``) for a defaulted spec."""
+    """``ValidatePodSpec`` (plus ``validatePodHostNetworkDeps``) for a defaulted spec.
+
+    Memoised per template: the pods of a DaemonSet (and of any controller) carry one template's
+    spec plus a few per-pod fields (``_PER_POD_FIELDS``), whose rules read nothing else.  A spec
+    whose other fields, as JSON text, were found valid before is therefore valid but for those
+    fields, which are then checked alone — their errors, if any, come out in the same order as
+    in the full check, because the rest adds none.  Only valid specs are remembered."""
     sp = as_dict(spec)
+    try:
+        key = (path, resource_is_pod, orjson.dumps({k: v for k, v in sp.items() if k not in _PER_POD_FIELDS}))
+    except TypeError:  # not JSON-shaped (a non-string key): check it every time
+        return _validate_pod_spec(sp, path, resource_is_pod=resource_is_pod)
+    if key in _VALID_SPECS:
+        return _validate_per_pod_fields(sp, path)
+    errs = _validate_pod_spec(sp, path, resource_is_pod=resource_is_pod)
+    if not errs:
+        remember(_VALID_SPECS, key, True, limit=_VALID_SPECS_MAX)
+    return errs
+
+
+def _validate_per_pod_fields(sp: dict[str, Any], path: str) -> list[FieldError]:
+    """The rules of ``_PER_POD_FIELDS``, in the order :func:`_validate_pod_spec` applies them."""
+    errs = validate_affinity(sp.get("affinity"), child(path, "affinity"))
+    errs.extend(_node_name_errors(sp, path))
+    return errs
+
+
+def _node_name_errors(sp: dict[str, Any], path: str) -> list[FieldError]:
+    node_name = as_str(sp.get("nodeName"))
+    if not node_name:
+        return []
+    return [field.invalid(child(path, "nodeName"), node_name, m) for m in name_is_dns_subdomain(node_name)]
+
+
+def _validate_pod_spec(sp: dict[str, Any], path: str, *, resource_is_pod: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     grace_period = sp.get("terminationGracePeriodSeconds")
     if grace_period is None:
@@ -887,9 +915,7 @@ def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[Fi
     if service_account:
         errs.extend(field.invalid(child(path, "serviceAccountName"), service_account, m)
                     for m in name_is_dns_subdomain(service_account))
-    node_name = as_str(sp.get("nodeName"))
-    if node_name:
-        errs.extend(field.invalid(child(path, "nodeName"), node_name, m) for m in name_is_dns_subdomain(node_name))
+    errs.extend(_node_name_errors(sp, path))
     deadline = sp.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= MAX_INT32:
         errs.append(field.invalid(child(path, "activeDeadlineSeconds"), deadline, inclusive_range_error(1, MAX_INT32)))

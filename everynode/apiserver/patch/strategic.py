@@ -170,8 +170,14 @@ def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], me
     """Upstream ``mergeSortedSlice``: interleave server-only items (left) into patch items."""
     if not left or not right:
         return left + right  # nothing to interleave
-    out: list[Any] = []
     index = _indexer(server_order, merge_key)
+    return _interleave(left, right, [index(item) for item in left], [index(item) for item in right])
+
+
+def _interleave(left: list[Any], right: list[Any], left_pos: list[int], right_pos: list[int]) -> list[Any]:
+    """``mergeSortedSlice``'s loop, given each item's position in the server order (-1: absent):
+    a left item goes first when both positions are known and its own is smaller."""
+    out: list[Any] = []
     i = j = 0
     while i < len(left) or j < len(right):
         if i >= len(left):
@@ -180,15 +186,12 @@ def _merge_sorted(left: list[Any], right: list[Any], server_order: list[Any], me
         elif j >= len(right):
             out.append(left[i])
             i += 1
+        elif left_pos[i] >= 0 and right_pos[j] >= 0 and left_pos[i] < right_pos[j]:
+            out.append(left[i])
+            i += 1
         else:
-            li = index(left[i])
-            ri = index(right[j])
-            if li >= 0 and ri >= 0 and li < ri:
-                out.append(left[i])
-                i += 1
-            else:
-                out.append(right[j])
-                j += 1
+            out.append(right[j])
+            j += 1
     return out
 
 
@@ -312,10 +315,48 @@ def _merge_slice(original: list[Any], patch: list[Any], items: Node | None, merg
     else:
         if not merge_key:
             raise internal("cannot merge lists without merge key for type map")
+        fast = _merge_plain_keyed(original, patch, items, merge_key)
+        if fast is not None:
+            return fast
         original, patch = _apply_special_elements(original, patch, merge_key)
         merged = _merge_by_key(original, patch, items, merge_key)
     patch_items, server_only = _partition(merged, patch, merge_key, is_map)
     return _normalize_element_order(patch_items, server_only, patch, original, merge_key, is_map)
+
+
+def _merge_plain_keyed(original: list[Any], patch: list[Any], items: Node | None,
+                       merge_key: str) -> list[Any] | None:
+    """The usual keyed-list merge — every item an object with its merge key, no ``$patch`` item,
+    no key twice on either side — done with each item's key computed once; None for anything
+    else (the general path decides, and words the errors).
+
+    It gives what the general path gives (tests/unit/test_write_path_shortcuts.py): matched
+    items merged in place, new ones appended cleaned; then the patch's items in patch order,
+    with the live-only items interleaved by their live position (``mergeSortedSlice``)."""
+    live_keys: dict[Any, int] = {}
+    patch_keys: dict[Any, int] = {}
+    try:
+        for keys, side in ((live_keys, original), (patch_keys, patch)):
+            for i, item in enumerate(side):
+                if type(item) is not dict or item.get(merge_key) is None or DIRECTIVE in item:
+                    return None  # (a null key is removed by the merge: the general path refuses it)
+                key = _scalar_key(item[merge_key])
+                if key in keys:
+                    return None
+                keys[key] = i
+    except TypeError:  # an unhashable key value (an object as merge key): the general path
+        return None
+    patch_items: list[Any] = []
+    for key, i in patch_keys.items():
+        pos = live_keys.get(key)
+        item = patch[i]
+        patch_items.append(_clean(item, items) if pos is None else _merge_map(original[pos], item, items))
+    server_only = [item for key, item in zip(live_keys, original, strict=True) if key not in patch_keys]
+    if not server_only or not patch_items:
+        return server_only + patch_items
+    # _merge_sorted, with the live positions already known
+    live_pos = [i for key, i in live_keys.items() if key not in patch_keys]
+    return _interleave(server_only, patch_items, live_pos, [live_keys.get(key, -1) for key in patch_keys])
 
 
 def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:

@@ -54,9 +54,11 @@ DaemonSet, the *results* of those scans and updates them from the events that ch
 
 A **full pass** — rebuild of all of the above from the caches — happens on the first sync of a
 DaemonSet, whenever its generation (spec) or current revision hash changes, and as a safety net
-every ``full_resync_period`` seconds (the DaemonSet is re-queued for it).  With
-``incremental=False`` every sync is a full pass: that *is* upstream's algorithm, kept as the
-reference.  So a steady-state sync costs O(revisions in the namespace + changed nodes/pods), and
+every ``full_resync_period`` seconds (the DaemonSet is re-queued for it; a period of 0 makes
+every sync a full pass).  There is one algorithm: upstream's full scan survives only as the
+test oracle (``tests/support/ds_oracle.py``: the recount and the planner over every node from
+the caches), which the tests compare with these counters and this index after every step.  So a
+steady-state sync costs O(revisions in the namespace + changed nodes/pods), and
 the sync cost at 10,000 nodes stays within a small factor of the cost at 1,000.
 
 Node order: ``manage`` and the rolling update walk node names in sorted order (upstream walks Go
@@ -72,8 +74,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, resource_version
+from everynode.api.pod import is_pod_ready
 from everynode.api.selectors import LabelSelector, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -88,7 +92,6 @@ from everynode.controllers.daemonset.eligibility import (
     Placement,
     allows_surge,
     daemon_pod,
-    is_pod_ready,
     is_pod_updated,
     pod_template_for,
     target_node_or_none,
@@ -96,9 +99,9 @@ from everynode.controllers.daemonset.eligibility import (
 )
 from everynode.controllers.daemonset.history import (
     DataCache,
+    cleanup_history,
     construct_history,
     revision_history_limit,
-    revisions_to_delete,
 )
 from everynode.controllers.daemonset.manage import (
     PendingCreates,
@@ -109,17 +112,13 @@ from everynode.controllers.daemonset.status import (
     ZERO,
     NodeStatus,
     StatusCounts,
-    count_status,
     node_status,
     rollout_conditions,
     store_status,
 )
 from everynode.controllers.daemonset.update import (
-    RollingUpdatePlan,
     RolloutIndex,
-    UpdateError,
     classify_node,
-    plan_rolling_update,
 )
 
 log = logging.getLogger(__name__)
@@ -161,51 +160,68 @@ def _selects_all(selector: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 class PodIndex:
-    """Pods with a DaemonSet controller ref, grouped by owner UID and target node."""
+    """Pods with a DaemonSet controller ref, grouped by owner UID and target node.
+
+    A pod without a target node (no ``nodeName``, no ``metadata.name`` pin: made by hand) has no
+    node group, but it is indexed all the same, under its owner alone: upstream's
+    ``getDaemonPods`` claims every pod of the namespace on every sync, so such a pod is
+    released as soon as its labels stop matching and relabelled by ``dedupCurHistories``; only
+    the per-node grouping (``getNodesToDaemonPods``) leaves it out."""
 
     def __init__(self) -> None:
         self.by_owner: dict[str, dict[str, dict[str, Obj]]] = {}
-        self._where: dict[str, tuple[str, str]] = {}
+        self.unplaced: dict[str, dict[str, Obj]] = {}
+        self._where: dict[str, tuple[str, str | None]] = {}
 
     @staticmethod
-    def location(pod: Obj) -> tuple[str, str] | None:
+    def location(pod: Obj) -> tuple[str, str | None] | None:
+        """(owner uid, target node or None) for a pod controlled by a DaemonSet, else None."""
         ref = controller_ref(pod)
         if ref is None or ref.get("kind") != "DaemonSet" or not ref.get("uid"):
             return None
-        node = target_node_or_none(pod)
-        if node is None:
-            return None  # "Failed to get target node name of Pod in DaemonSet": ignored upstream
-        return ref["uid"], node
+        return ref["uid"], target_node_or_none(pod)
 
-    def upsert(self, key: str, pod: Obj) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    def upsert(self, key: str, pod: Obj) -> tuple[tuple[str, str | None] | None, tuple[str, str | None] | None]:
         old = self._where.get(key)
         new = self.location(pod)
         if old is not None and old != new:
             self._drop(key, old)
         if new is not None:
-            self.by_owner.setdefault(new[0], {}).setdefault(new[1], {})[key] = pod
+            uid, node = new
+            if node is None:
+                self.unplaced.setdefault(uid, {})[key] = pod
+            else:
+                self.by_owner.setdefault(uid, {}).setdefault(node, {})[key] = pod
             self._where[key] = new
         else:
             self._where.pop(key, None)
         return old, new
 
-    def remove(self, key: str) -> tuple[str, str] | None:
+    def remove(self, key: str) -> tuple[str, str | None] | None:
         old = self._where.pop(key, None)
         if old is not None:
             self._drop(key, old)
         return old
 
-    def _drop(self, key: str, loc: tuple[str, str]) -> None:
-        nodes = self.by_owner.get(loc[0])
+    def _drop(self, key: str, loc: tuple[str, str | None]) -> None:
+        uid, node = loc
+        if node is None:
+            unplaced = self.unplaced.get(uid)
+            if unplaced is not None:
+                unplaced.pop(key, None)
+                if not unplaced:
+                    del self.unplaced[uid]
+            return
+        nodes = self.by_owner.get(uid)
         if nodes is None:
             return
-        pods = nodes.get(loc[1])
+        pods = nodes.get(node)
         if pods is not None:
             pods.pop(key, None)
             if not pods:
-                del nodes[loc[1]]
+                del nodes[node]
         if not nodes:
-            del self.by_owner[loc[0]]
+            del self.by_owner[uid]
 
     def nodes(self, uid: str) -> Iterable[str]:
         return self.by_owner.get(uid, {}).keys()
@@ -213,9 +229,15 @@ class PodIndex:
     def on_node(self, uid: str, node: str) -> Iterable[Obj]:
         return self.by_owner.get(uid, {}).get(node, {}).values()
 
-    def all(self, uid: str) -> Iterator[Obj]:
+    def placed(self, uid: str) -> Iterator[Obj]:
+        """The owner's pods that have a target node (upstream's ``getNodesToDaemonPods``)."""
         for pods in self.by_owner.get(uid, {}).values():
             yield from pods.values()
+
+    def all(self, uid: str) -> Iterator[Obj]:
+        """Every pod the owner controls, with or without a target node (``getDaemonPods``)."""
+        yield from self.placed(uid)
+        yield from self.unplaced.get(uid, {}).values()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,28 +274,6 @@ class DaemonSetState:
         self.derived_dirty.add(node)
 
 
-class _Eligible(Mapping[str, bool]):
-    """``shouldRun`` per existing node, as a read-only view over the eligibility cache."""
-
-    __slots__ = ("_m",)
-
-    def __init__(self, m: dict[str, tuple[bool, bool]]) -> None:
-        self._m = m
-
-    def __getitem__(self, k: str) -> bool:
-        return self._m[k][0]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._m)
-
-    def __len__(self) -> int:
-        return len(self._m)
-
-    def get(self, k: str, default: Any = None) -> Any:
-        v = self._m.get(k)
-        return default if v is None else v[0]
-
-
 # ---------------------------------------------------------------------------------------------
 # The controller
 # ---------------------------------------------------------------------------------------------
@@ -281,14 +281,13 @@ class _Eligible(Mapping[str, bool]):
 class DaemonSetController:
     def __init__(self, client: Client, *, clock: Clock, workers: int = 2,
                  informers: SharedInformerFactory | None = None, recorder: EventRecorder | None = None,
-                 burst_replicas: int = BURST_REPLICAS, incremental: bool = True,
+                 burst_replicas: int = BURST_REPLICAS,
                  full_resync_period: float = FULL_RESYNC_PERIOD, progress_deadline: float = 600.0,
                  rate_limiter: RateLimiter | None = None) -> None:
         self.client = client
         self.clock = clock
         self.workers = workers
         self.burst_replicas = burst_replicas
-        self.incremental = incremental
         self.full_resync_period = full_resync_period
         self.progress_deadline = progress_deadline
         self._own_factory = informers is None
@@ -501,7 +500,8 @@ class DaemonSetController:
                 continue
             state = self._states_by_uid.get(loc[0])
             if state is not None:
-                state.touch(loc[1])
+                if loc[1] is not None:
+                    state.touch(loc[1])
                 state.claim_dirty.add(key)
 
     def _observe_adopted(self, pod: Obj) -> None:
@@ -567,7 +567,7 @@ class DaemonSetController:
         if cur_ref is not None:
             if ds is None:
                 return
-            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            min_ready = min_ready_seconds(ds)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 # One more second against millisecond skew in AddAfter.
                 self.enqueue_after(ds, min_ready + 1)
@@ -683,7 +683,7 @@ class DaemonSetController:
         generation = int(md.get("generation") or 0)
         state = self._states.get(key)
         now = self.clock.monotonic()
-        if state is not None and state.uid == uid and state.generation == generation and self.incremental \
+        if state is not None and state.uid == uid and state.generation == generation \
                 and now - state.last_full < self.full_resync_period:
             return state
         if state is not None:
@@ -699,7 +699,7 @@ class DaemonSetController:
         new.full_passes = (state.full_passes + 1) if state is not None and state.uid == uid else 1
         self._states[key] = new
         self._states_by_uid[uid] = new
-        if self.incremental and self.full_resync_period > 0:
+        if self.full_resync_period > 0:
             self.queue.add_after(key, self.full_resync_period)
         return new
 
@@ -715,13 +715,14 @@ class DaemonSetController:
                 if sel.matches(p["metadata"].get("labels")) and not _terminal_and_deleted(p)]
 
     def _claimed_pods(self, state: DaemonSetState) -> list[Obj]:
+        """``getDaemonPods``: every claimed pod, with or without a target node."""
         sel = state.selector
         return [p for p in self.pod_index.all(state.uid) if sel.matches(p["metadata"].get("labels"))]
 
     def _refresh(self, state: DaemonSetState, ds: Obj, hash_: str, now: float) -> None:
         """Re-derive status contributions and old-pod counts for dirty / time-pending nodes."""
         generation = template_generation(ds)
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         if state.hash != hash_:
             state.hash = hash_
             everything = set(state.eligibility) | set(self.pod_index.nodes(state.uid))
@@ -859,8 +860,7 @@ class DaemonSetController:
         key = state.key
         await self._manage(ds, state, hash_)
         if self.expectations.satisfied(key):
-            strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or "RollingUpdate"
-            if strategy == "RollingUpdate":
+            if update_strategy_type(ds) == ROLLING_UPDATE:
                 await self._rolling_update(ds, state, hash_)
         try:
             await self._cleanup_history(ds, state, old)
@@ -873,7 +873,7 @@ class DaemonSetController:
         state.attention = set()
         now = self.clock.now()
         surge = allows_surge(ds)
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         pending = state.pending_creates
         to_delete: list[str] = []
         requeue: float | None = None
@@ -912,31 +912,22 @@ class DaemonSetController:
         self._refresh(state, ds, hash_, now)
         if state.old_total <= 0:
             return  # no old pod anywhere: both planners would do nothing
-        plan = state.rollout.plan(ds) if self.incremental else self._plan_from_scratch(ds, state, hash_, now)
+        plan = state.rollout.plan(ds)
         for node in plan.nodes_to_create:
             state.attention.add(node)
         if not plan.empty:
             await self._sync_nodes(ds, state.key, plan.pods_to_delete, plan.nodes_to_create, hash_)
 
-    def _plan_from_scratch(self, ds: Obj, state: DaemonSetState, hash_: str, now: float) -> RollingUpdatePlan:
-        """Upstream's planner over every node (the reference for the incremental index)."""
-        node_to_pods = {}
-        for node in self.pod_index.nodes(state.uid):
-            pods = self._node_pods(state, node)
-            if pods:
-                node_to_pods[node] = pods
-        return plan_rolling_update(ds, hash_=hash_, node_eligibility=_Eligible(state.eligibility),
-                                   node_to_pods=node_to_pods, now=now)
-
     async def _cleanup_history(self, ds: Obj, state: DaemonSetState, old: list[Obj]) -> None:
-        limit = revision_history_limit(ds)
-        if len(old) <= limit:
+        """``cleanupHistory``; the live hashes come from the pods grouped by node, terminal
+        deleted ones included (``getNodesToDaemonPods(ds, true)``), so an unplaced pod keeps no
+        revision alive.  Nothing to delete within the limit: the pods are not even looked at."""
+        if len(old) <= revision_history_limit(ds):
             return
-        live = {h for p in self._claimed_pods(state)
-                if (h := (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL))}
-        namespace = ds["metadata"].get("namespace") or ""
-        for rev in revisions_to_delete(old, limit, live):
-            await self.client.delete(REVISIONS, rev["metadata"]["name"], namespace=namespace)
+        sel = state.selector
+        live = {h for p in self.pod_index.placed(state.uid) if sel.matches(p["metadata"].get("labels"))
+                and (h := (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL))}
+        await cleanup_history(self.client, ds, old, live)
 
     # ------------------------------------------------------------------------------------------
     # syncNodes: creates (slow start) and deletes under expectations
@@ -1030,40 +1021,15 @@ class DaemonSetController:
                                conditions=conditions)
         except ApiError as e:
             raise SyncError(f"error storing status for daemon set {md.get('namespace')}/{md['name']}: {e}") from e
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = min_ready_seconds(ds)
         if min_ready > 0 and counts.ready != counts.available:
             self.enqueue_after(ds, min_ready)  # last line of defence against clock skew
         if recheck is not None:
             self.enqueue_after(ds, recheck)
 
     # ------------------------------------------------------------------------------------------
-    # reference path and introspection (tests, diagnostics)
+    # introspection (tests, diagnostics)
     # ------------------------------------------------------------------------------------------
-
-    def full_recount(self, key: str) -> StatusCounts:
-        """Upstream's status computation from the caches alone (every node, every pod of the
-        namespace, claimed and grouped afresh) — the reference the incremental counters must equal."""
-        ds = self.ds_informer.get(key)
-        if ds is None:
-            raise KeyError(key)
-        state = self._states.get(key)
-        hash_ = state.hash if state is not None and state.hash is not None else ""
-        selector = self._selector(ds)
-        placement = Placement(ds)
-        uid = ds["metadata"].get("uid")
-        eligibility = {n["metadata"]["name"]: placement.evaluate(n)[0] for n in self.node_informer.list()}
-        node_to_pods: dict[str, list[Obj]] = {}
-        for pod in self.pod_informer.by_index(NAMESPACE_INDEX, ds["metadata"].get("namespace") or ""):
-            ref = controller_ref(pod)
-            if ref is None or ref.get("uid") != uid or selector is None or \
-                    not selector.matches(pod["metadata"].get("labels")) or _terminal_and_deleted(pod):
-                continue
-            node = target_node_or_none(pod)
-            if node is not None:
-                node_to_pods.setdefault(node, []).append(pod)
-        return count_status(eligibility, node_to_pods, hash_=hash_, generation=template_generation(ds),
-                            min_ready_seconds=int((ds.get("spec") or {}).get("minReadySeconds") or 0),
-                            now=self.clock.now())
 
     def incremental_counts(self, key: str) -> StatusCounts:
         """The incrementally maintained counters, brought up to date (no API calls)."""
@@ -1073,23 +1039,6 @@ class DaemonSetController:
             raise KeyError(key)
         self._refresh(state, ds, state.hash, self.clock.now())
         return state.counts.copy()
-
-    def plans(self, key: str) -> tuple[RollingUpdatePlan | str, RollingUpdatePlan | str]:
-        """(incremental plan, plan from scratch) for the DaemonSet's current state, an
-        :class:`UpdateError` rendered as its message (no API calls)."""
-        ds = self.ds_informer.get(key)
-        state = self._states.get(key)
-        if ds is None or state is None or state.hash is None:
-            raise KeyError(key)
-        now = self.clock.now()
-        self._refresh(state, ds, state.hash, now)
-        results: list[RollingUpdatePlan | str] = []
-        for compute in (lambda: state.rollout.plan(ds), lambda: self._plan_from_scratch(ds, state, state.hash, now)):
-            try:
-                results.append(compute())
-            except UpdateError as e:
-                results.append(str(e))
-        return results[0], results[1]
 
     def state(self, key: str) -> DaemonSetState | None:
         return self._states.get(key)

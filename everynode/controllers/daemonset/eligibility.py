@@ -1,9 +1,9 @@
 """Which nodes a DaemonSet wants, what its pods look like, and the small pure rules around them.
 
 Upstream: ``pkg/controller/daemon/util/daemonset_util.go`` (default tolerations, pod template,
-node pin, target node, "is updated", surge/unavailable counts), ``daemon_controller.go``
-(``NodeShouldRunDaemonPod``, ``podByCreationTimestampAndPhase``) and ``pkg/api/v1/pod/util.go``
-(``IsPodReady`` / ``IsPodAvailable``).  Reference: daemonset-semantics.md §1.5, §3, §5.1.
+node pin, target node, "is updated", surge/unavailable counts) and ``daemon_controller.go``
+(``NodeShouldRunDaemonPod``, ``podByCreationTimestampAndPhase``); ``IsPodReady`` /
+``IsPodAvailable`` (``pkg/api/v1/pod/util.go``) are :mod:`everynode.api.pod`'s.  Reference: daemonset-semantics.md §1.5, §3, §5.1.
 
 Everything here is pure (no I/O, no clock reads: "now" is an argument) so that the decision
 table, the budgets and the orderings are tested as tables.  One deliberate addition to
@@ -20,10 +20,25 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from everynode.api import intstr
+from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
 from everynode.api.meta import deep_copy, make_controller_ref
+from everynode.api.node import (
+    TAINT_NODE_DISK_PRESSURE,
+    TAINT_NODE_MEMORY_PRESSURE,
+    TAINT_NODE_NETWORK_UNAVAILABLE,
+    TAINT_NODE_NOT_READY,
+    TAINT_NODE_PID_PRESSURE,
+    TAINT_NODE_UNREACHABLE,
+    TAINT_NODE_UNSCHEDULABLE,
+)
+
+# Pod readiness lives in the api layer (api/pod.py); re-exported here for the callers of this
+# module's predicates.
+from everynode.api.pod import available_at as available_at
+from everynode.api.pod import is_pod_available as is_pod_available
+from everynode.api.pod import is_pod_ready as is_pod_ready
+from everynode.api.pod import timestamp_seconds
 from everynode.api.scheduling import find_untolerated_taint, node_matches_required_affinity
-from everynode.clock import parse_rfc3339
-from everynode.memo import remember
 
 Obj = dict[str, Any]
 
@@ -31,15 +46,6 @@ Obj = dict[str, Any]
 CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"  # DefaultDaemonSetUniqueLabelKey
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"  # DaemonSetTemplateGenerationKey
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"  # DeprecatedTemplateGeneration
-
-# staging/src/k8s.io/api/core/v1/well_known_taints.go
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
-TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
-TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
 
 OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField
 
@@ -54,15 +60,15 @@ _CONTINUE_EFFECTS = ("NoExecute",)
 def default_daemon_tolerations(*, host_network: bool) -> list[Obj]:
     """The tolerations the controller adds to every DaemonSet pod, in upstream's order."""
     tolerations = [
-        {"key": TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
-        {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
-        {"key": TAINT_DISK_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
-        {"key": TAINT_MEMORY_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
-        {"key": TAINT_PID_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
-        {"key": TAINT_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_NODE_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
+        {"key": TAINT_NODE_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
+        {"key": TAINT_NODE_DISK_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_NODE_MEMORY_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_NODE_PID_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+        {"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"},
     ]
     if host_network:
-        tolerations.append({"key": TAINT_NETWORK_UNAVAILABLE, "operator": "Exists", "effect": "NoSchedule"})
+        tolerations.append({"key": TAINT_NODE_NETWORK_UNAVAILABLE, "operator": "Exists", "effect": "NoSchedule"})
     return tolerations
 
 
@@ -120,7 +126,7 @@ class Placement:
 
     __slots__ = ("template_node_name", "affinity_spec", "tolerations", "_trivial_affinity")
 
-    def __init__(self, ds: Obj) -> None:
+    def __init__(self, ds: Mapping[str, Any]) -> None:
         spec = (((ds.get("spec") or {}).get("template") or {}).get("spec")) or {}
         self.template_node_name: str = spec.get("nodeName") or ""
         self.tolerations: list[Obj] = with_daemon_tolerations(spec.get("tolerations"),
@@ -135,12 +141,12 @@ class Placement:
             del self.affinity_spec["affinity"]
         self._trivial_affinity = not self.affinity_spec["nodeSelector"] and required is None
 
-    def evaluate(self, node: Obj) -> tuple[bool, bool]:
+    def evaluate(self, node: Mapping[str, Any]) -> tuple[bool, bool]:
         """``(shouldRun, shouldContinueRunning)`` for this node (decision table §3.3)."""
         fit = self.fit(node)
         return fit.should_run, fit.should_continue
 
-    def fit(self, node: Obj) -> NodeFit:
+    def fit(self, node: Mapping[str, Any]) -> NodeFit:
         """The decision of :meth:`evaluate` with the row that decided it (for ``everynode why``):
         ``failed`` is ``""`` (fits), ``"nodeName"`` (row 1), ``"affinity"`` (row 2: nodeSelector or
         required node affinity) or ``"taint"`` (rows 3-5, ``taint`` the first untolerated one)."""
@@ -190,7 +196,7 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
 # Pods the controller creates (CreatePodTemplate, ReplaceDaemonSetPodNodeNameNodeAffinity)
 # ---------------------------------------------------------------------------------------------
 
-def template_generation(ds: Obj) -> int | None:
+def template_generation(ds: Mapping[str, Any]) -> int | None:
     """``GetTemplateGeneration``: the deprecated annotation as an int; missing/unparsable → None."""
     text = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
     if text is None:
@@ -261,7 +267,7 @@ class TargetNodeError(ValueError):
     """``GetTargetNodeName`` failed; the message is upstream's."""
 
 
-def target_node_name(pod: Obj) -> str:
+def target_node_name(pod: Mapping[str, Any]) -> str:
     """``GetTargetNodeName``: ``spec.nodeName``, else the ``metadata.name`` matchFields pin."""
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
@@ -285,7 +291,7 @@ def target_node_name(pod: Obj) -> str:
     raise TargetNodeError(f"no node name found for pod {ref}")
 
 
-def target_node_or_none(pod: Obj) -> str | None:
+def target_node_or_none(pod: Mapping[str, Any]) -> str | None:
     try:
         return target_node_name(pod)
     except TargetNodeError:
@@ -296,11 +302,12 @@ def target_node_or_none(pod: Obj) -> str | None:
 # Pod state: updated / ready / available, and "oldest first"
 # ---------------------------------------------------------------------------------------------
 
-def pod_hash(pod: Obj) -> str | None:
+def pod_hash(pod: Mapping[str, Any]) -> str | None:
+    """The revision hash a pod carries (its ``controller-revision-hash`` label), if any."""
     return ((pod.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
 
 
-def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
+def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
     """``IsPodUpdated``: the pod carries the current hash, or the current template generation."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     if hash_ and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_:
@@ -308,55 +315,11 @@ def is_pod_updated(pod: Obj, hash_: str, generation: int | None) -> bool:
     return generation is not None and labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
 
 
-def _ready_condition(pod: Obj) -> Obj | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return cond
-    return None
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    cond = _ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
-
-
-def is_pod_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:
-    """``IsPodAvailable``: Ready, and Ready since *strictly* more than ``min_ready_seconds``."""
-    cond = _ready_condition(pod)
-    if cond is None or cond.get("status") != "True":
-        return False
-    if not min_ready_seconds:
-        return True
-    since = cond.get("lastTransitionTime")
-    if not since:
-        return False
-    return _epoch(since) + min_ready_seconds < now
-
-
-def available_at(pod: Obj, min_ready_seconds: int) -> float | None:
-    """When a Ready pod becomes available (None if it is not Ready or has no transition time)."""
-    cond = _ready_condition(pod)
-    if cond is None or cond.get("status") != "True":
-        return None
-    since = cond.get("lastTransitionTime")
-    return _epoch(since) + min_ready_seconds if since else None
-
-
-_EPOCH_CACHE: dict[str, float] = {}
-
-
-def _epoch(text: str) -> float:
-    value = _EPOCH_CACHE.get(text)
-    if value is None:
-        value = remember(_EPOCH_CACHE, text, parse_rfc3339(text), limit=100_000)
-    return value
-
-
 def oldest_first_key(pod: Obj) -> tuple[bool, float, str]:
     """``podByCreationTimestampAndPhase``: bound before unbound, then creationTimestamp, then name."""
     md = pod.get("metadata") or {}
     ts = md.get("creationTimestamp")
-    return (not (pod.get("spec") or {}).get("nodeName"), _epoch(ts) if ts else -math.inf, md.get("name") or "")
+    return (not (pod.get("spec") or {}).get("nodeName"), timestamp_seconds(ts) if ts else -math.inf, md.get("name") or "")
 
 
 def sort_oldest_first(pods: Iterable[Obj]) -> list[Obj]:
@@ -376,10 +339,9 @@ class BudgetError(ValueError):
 
 
 def _rolling(ds: Obj) -> Obj | None:
-    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
-    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+    if update_strategy_type(ds) != ROLLING_UPDATE:
         return None
-    return strategy.get("rollingUpdate")
+    return ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")
 
 
 def surge_count(ds: Obj, number_to_schedule: int) -> int:

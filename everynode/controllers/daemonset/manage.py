@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.backoff import Backoff
 from everynode.controllers.daemonset.eligibility import (
     CONTROLLER_REVISION_HASH_LABEL,
-    is_pod_available,
-    is_pod_ready,
     sort_oldest_first,
 )
 

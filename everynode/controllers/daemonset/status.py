@@ -43,14 +43,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from everynode.api.daemonset import ON_DELETE, update_strategy_type
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
+from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.client.base import Client
 from everynode.clock import format_rfc3339
 from everynode.controllers.daemonset.eligibility import (
-    available_at,
-    is_pod_available,
-    is_pod_ready,
     is_pod_updated,
     oldest_pod,
     update_budgets,
@@ -246,7 +245,7 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
     previous_conditions = status.get("conditions") or []
     now_text = format_rfc3339(now)
     generation = int(md.get("generation") or 0)
-    on_delete = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
+    on_delete = update_strategy_type(ds) == ON_DELETE
     recheck: float | None = None
 
     prev = _find(previous_conditions, PROGRESSING)
@@ -273,7 +272,8 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
         progressing = _condition(PROGRESSING, "True", REASON_ON_DELETE,
                                  f'DaemonSet "{name}" uses the OnDelete strategy: {summary}; '
                                  "old pods are replaced when they are deleted.", now_text=now_text, previous=prev)
-    elif not progressed and (prev.get("reason") == REASON_STUCK or now - last_progress > progress_deadline):
+    elif not progressed and ((prev is not None and prev.get("reason") == REASON_STUCK)
+                             or now - last_progress > progress_deadline):
         progressing = _condition(PROGRESSING, "False", REASON_STUCK,
                                  f'DaemonSet "{name}" has timed out progressing: {summary}; no progress for '
                                  f"more than {int(progress_deadline)}s.", now_text=now_text, previous=prev)

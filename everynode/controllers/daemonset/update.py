@@ -9,7 +9,7 @@ table tests.
 **Node order (a deliberate choice).**  Upstream iterates a Go map, so when the budget is smaller
 than the candidate list *which* nodes are updated first is random.  We iterate node names in
 sorted (lexicographic) order, so a rollout proceeds ``node-a``, ``node-b``, … and is
-reproducible run to run and in tests; ``everynode plan`` can therefore predict it.  Counts and
+reproducible run to run and in tests; the planned ``everynode plan`` can therefore predict it.  Counts and
 budgets are unaffected by the order: only the choice among equally eligible candidates is.
 
 Both algorithms run only when ``manage`` issued nothing (expectations satisfied), and neither
@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.daemonset import min_ready_seconds
+from everynode.api.pod import available_at, is_pod_available
 from everynode.controllers.daemonset.eligibility import (
-    available_at,
-    is_pod_available,
     is_pod_updated,
     template_generation,
     update_budgets,
@@ -137,11 +137,13 @@ def classify_node(pods: Sequence[Obj], *, should_run: bool | None, hash_: str, g
         fields["unavailable"] = True  # nothing there, or both: manage creates / deletes
     elif new_pod is not None:
         fields["unavailable"] = not new_ok
-    elif not old_ok:
-        fields["unavailable"] = True
-        fields["replace"] = _pod_name(old_pod)  # type: ignore[arg-type]
     else:
-        fields["candidate"] = _pod_name(old_pod)  # type: ignore[arg-type]
+        assert old_pod is not None  # exactly one of the two exists
+        if not old_ok:
+            fields["unavailable"] = True
+            fields["replace"] = _pod_name(old_pod)
+        else:
+            fields["candidate"] = _pod_name(old_pod)
     # maxSurge > 0
     fields["available"] = old_ok if old_pod is not None else new_ok
     if old_pod is not None:
@@ -291,7 +293,7 @@ def plan_rolling_update(ds: Obj, *, hash_: str, node_eligibility: Mapping[str, b
     and may name nodes that no longer exist.
     """
     generation = template_generation(ds)
-    min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+    min_ready = min_ready_seconds(ds)
     index = RolloutIndex()
     for name in set(node_to_pods) | set(node_eligibility):
         index.set(name, classify_node(node_to_pods.get(name, ()), should_run=node_eligibility.get(name),

@@ -1,0 +1,42 @@
+"""Node helpers: the well-known taint keys and the Ready condition.
+
+Upstream: ``staging/src/k8s.io/api/core/v1/well_known_taints.go`` (the taint keys the node
+lifecycle controller, the scheduler and the DaemonSet controller agree on) and
+``pkg/api/v1/node`` / ``pkg/controller/util/node`` (``GetNodeCondition``, "is the node Ready").
+One home for them: a key spelled twice is a key that can drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+# well_known_taints.go
+TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+TAINT_NODE_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
+TAINT_NODE_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
+TAINT_NODE_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
+TAINT_NODE_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
+TAINT_NODE_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+
+
+def node_condition(node: Obj, type_: str) -> Obj | None:
+    """``GetNodeCondition``: the node's condition of that type, or None."""
+    for cond in (node.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return cond
+    return None
+
+
+def is_node_ready(node: Obj) -> bool:
+    """The node's Ready condition is ``True`` (False, Unknown and absent are not Ready)."""
+    cond = node_condition(node, "Ready")
+    return cond is not None and cond.get("status") == "True"
+
+
+def has_taint_key(node: Obj, key: str) -> bool:
+    """The node carries a taint with this key (any value, any effect)."""
+    return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or ())

@@ -1,0 +1,33 @@
+"""What every resource's REST storage shares: the store, the clock, admission, the watch
+bookmark interval and the start-up gate.
+
+Why one object: upstream gives each ``genericregistry.Store`` its storage, the admission chain and
+the server's options at construction; here every resource's storage holds this one context, so a
+change made after construction (tests shorten ``bookmark_interval`` on the facade) is seen by all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from everynode.apiserver.admission import Admission
+from everynode.clock import Clock
+from everynode.storage.base import Store
+
+
+async def _no_gate() -> None:
+    return None
+
+
+@dataclass(slots=True)
+class ServerContext:
+    store: Store
+    clock: Clock
+    admission: Admission
+    bookmark_interval: float = 60.0
+    ready: Callable[[], Awaitable[None]] = _no_gate
+    """Awaited by every request before it reads or writes: the built-in objects are seeded."""
+
+    def now(self) -> str:
+        return self.clock.rfc3339()

@@ -1,0 +1,32 @@
+"""Pods: the strategy (``strategy.py``), and the storage that adds the ``binding``
+(``binding.py``) and ``eviction`` (``eviction.py``) subresources — upstream's
+``pkg/registry/core/pod/{strategy.go,storage/storage.go,storage/eviction.go}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from everynode.api.registry import ResourceType
+from everynode.apiserver.registry.context import ServerContext
+from everynode.apiserver.registry.core.pod.binding import bind
+from everynode.apiserver.registry.core.pod.eviction import evict
+from everynode.apiserver.registry.core.pod.strategy import PodStrategy, pod_qos_class
+from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.options import RequestOptions
+
+Obj = dict[str, Any]
+
+__all__ = ["PodStore", "PodStrategy", "pod_qos_class"]
+
+
+class PodStore(ResourceStore):
+    def __init__(self, rt: ResourceType, ctx: ServerContext) -> None:
+        super().__init__(rt, ctx, PodStrategy())
+        self.creators = {"binding": self._bind, "eviction": self._evict}
+
+    async def _bind(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
+        await bind(self.ctx, self.rt, namespace, name, body, opts)
+
+    async def _evict(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
+        await evict(self, namespace, name, body, opts)
