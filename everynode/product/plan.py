@@ -200,11 +200,11 @@ def seeded_identities(seed: int) -> Iterator[None]:
     def uid() -> str:
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
-    apimeta.random_suffix, apimeta.new_uid = suffix, uid  # type: ignore[assignment]
+    apimeta.random_suffix, apimeta.new_uid = suffix, uid
     try:
         yield
     finally:
-        apimeta.random_suffix, apimeta.new_uid = saved  # type: ignore[assignment]
+        apimeta.random_suffix, apimeta.new_uid = saved
 
 
 # ------------------------------------------------------------------------------------------ recorder
@@ -627,8 +627,12 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
             raise PlanError(f'error: --node-failures: node "{node}": {e.message}') from None
 
     failure_tasks: list[asyncio.Task[None]] = []
-    for at, node in failures:
-        loop.call_at(t0 + at, lambda n=node: failure_tasks.append(loop.create_task(fail_node(n))))  # type: ignore[misc]
+
+    def start_failure(node_name: str) -> None:
+        failure_tasks.append(loop.create_task(fail_node(node_name)))
+
+    for at, failing in failures:
+        loop.call_at(t0 + at, start_failure, failing)
 
     stall = options.stall_seconds if options.stall_seconds is not None else max(MIN_STALL_SECONDS, 10 * startup)
     deadline = t0 + options.max_simulated_seconds
@@ -666,9 +670,10 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
             continue
         at = round(max(t.available_since[update_hash] - t0, 0.0), 6)
         by_time.setdefault(at, []).append(nv.node)
-    waves = [{"at": at, "nodes": sorted(nodes)} for at, nodes in sorted(by_time.items())]
+    waves: list[Obj] = [{"at": at, "nodes": sorted(nodes)} for at, nodes in sorted(by_time.items())]
     last_change = round(max(rec.last_change - t0, 0.0), 6)
-    simulated = (waves[-1]["at"] if waves else 0.0) if completed else last_change
+    last_wave = max(by_time) if by_time else 0.0
+    simulated = last_wave if completed else last_change
     result = PlanResult(
         daemonset={"namespace": namespace, "name": name, "updateRevision": update_hash,
                    "change": "update" if existing is not None else "create"},
