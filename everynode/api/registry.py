@@ -194,6 +194,7 @@ def core_resources() -> list[ResourceType]:
 # OpenAPI) can cache by it.
 
 _RUNTIME: dict[str, tuple[ResourceType, ...]] = {}  # key (plural.group) → served versions, preferred first
+_RUNTIME_OWNERS: dict[str, dict[int, tuple[ResourceType, ...]]] = {}  # key → owner id → its versions
 _RUNTIME_BY_NAME: dict[str, ResourceType] = {}
 _RUNTIME_BY_GROUP_PLURAL: dict[tuple[str, str], ResourceType] = {}
 _RUNTIME_BY_VERSION: dict[tuple[str, str, str], ResourceType] = {}  # (group, version, plural)
@@ -222,18 +223,28 @@ def _reindex_runtime() -> None:
     _GENERATION[0] += 1
 
 
-def register_runtime(versions: tuple[ResourceType, ...]) -> None:
-    """Serve the versions of one runtime resource (all share ``plural.group``); replaces any
-    earlier registration of that resource."""
+def register_runtime(versions: tuple[ResourceType, ...], *, owner: object) -> None:
+    """Serve the versions of one runtime resource (all share ``plural.group``) for ``owner``
+    (the serving API server: several embedded clusters may live in one process, a test's);
+    the latest registration of a resource is the one looked up."""
     if not versions:
         return
-    _RUNTIME[versions[0].key] = versions
+    key = versions[0].key
+    _RUNTIME_OWNERS.setdefault(key, {})[id(owner)] = versions
+    _RUNTIME[key] = versions
     _reindex_runtime()
 
 
-def unregister_runtime(key: str) -> None:
-    if _RUNTIME.pop(key, None) is not None:
-        _reindex_runtime()
+def unregister_runtime(key: str, *, owner: object) -> None:
+    owners = _RUNTIME_OWNERS.get(key)
+    if owners is None or owners.pop(id(owner), None) is None:
+        return
+    if owners:
+        _RUNTIME[key] = next(reversed(owners.values()))
+    else:
+        del _RUNTIME_OWNERS[key]
+        _RUNTIME.pop(key, None)
+    _reindex_runtime()
 
 
 def runtime_resources() -> list[tuple[ResourceType, ...]]:

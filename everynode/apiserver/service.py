@@ -126,6 +126,10 @@ class ApiService:
             if e.code != 409:
                 raise
 
+    def close(self) -> None:
+        """Release what the service registered process-wide (the CRDs' served resources)."""
+        self.custom_resources.close()
+
     async def _ready(self) -> None:
         if not self._seeded:
             await self.start()

@@ -115,8 +115,8 @@ def validate_crd_update(new: Obj, old: Obj) -> list[FieldError]:
 def validate_crd_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     names = _d(_d(new.get("status")).get("acceptedNames"))
-    if names:
-        errs += _validate_names(names, "status.acceptedNames")
+    if names:  # names not (yet) accepted are empty: only the accepted ones must be well formed
+        errs += [e for e in _validate_names(names, "status.acceptedNames") if e.type != "Required"]
     return errs
 
 

@@ -24,8 +24,9 @@ but the four are one reading of the same schema tree, and every rule here is a p
   ``additionalProperties``) keep no fields, as upstream prunes them; preserve-unknown-fields
   keeps everything below it; embedded resources keep apiVersion/kind/metadata.
 * **Defaulting** (``structuraldefaulting.Default``): a property absent (or null when not
-  nullable) gets its ``default``, recursively, after pruning; run on writes and on reads from
-  storage, as upstream does.
+  nullable) gets its ``default``, recursively, after pruning; a null of a non-nullable
+  property without a default is dropped (``PruneNonNullableNullsWithoutDefaults``); run on
+  writes and on reads from storage, as upstream does.
 * **Validation** (kube-openapi's validator): type (with ``nullable``, ``format`` where cheap:
   int32/int64 ranges, date-time, date, uuid, byte), ``enum``, ``required``, min/max (and
   exclusive), ``multipleOf``, min/maxLength, ``pattern``, min/maxItems, ``uniqueItems``, list
@@ -207,7 +208,12 @@ def apply_defaults(value: Any, schema: Schema | None) -> None:
             for name, sub in props.items():
                 if not isinstance(sub, Mapping):
                     continue
-                if "default" in sub and (name not in value or (value[name] is None and not sub.get("nullable"))):
+                if name in value and value[name] is None and not sub.get("nullable"):
+                    if "default" not in sub:  # PruneNonNullableNullsWithoutDefaults
+                        del value[name]
+                        continue
+                    del value[name]
+                if "default" in sub and name not in value:
                     value[name] = deep_copy(sub["default"])
                 if name in value:
                     apply_defaults(value[name], sub)

@@ -354,8 +354,15 @@ class CustomResourceServing:
             openapi.RUNTIME_SCHEMAS[(rt.api_version, rt.kind)] = info.schema
             self.registry.register(CustomResourceStore(info, self.ctx))
         RUNTIME_DEFAULTERS[rts[0].key] = _defaulter(schemas)
-        apiregistry.register_runtime(tuple(rts))
+        apiregistry.register_runtime(tuple(rts), owner=self)
         self._served[name] = tuple(rts)
+
+    def close(self) -> None:
+        """Stop serving every CRD (the server stops; the process may start another)."""
+        for task in self._cleanups.values():
+            task.cancel()
+        for name in list(self._served):
+            self._unserve(name)
 
     def _terminating(self, name: str) -> bool:
         crd = self._crd(name)
@@ -366,7 +373,7 @@ class CustomResourceServing:
         previous = self._served.pop(name, None)
         if previous is not None:
             self._unregister(previous)
-            apiregistry.unregister_runtime(previous[0].key)
+            apiregistry.unregister_runtime(previous[0].key, owner=self)
 
     def _unregister(self, rts: tuple[ResourceType, ...]) -> None:
         for rt in rts:
