@@ -31,9 +31,20 @@ ROOT = "spec.versions[0].schema.openAPIV3Schema"
     ({"type": "object", "properties": {"l": {"type": "array"}}},
      [f"{ROOT}.properties[l].items: Required value: must be specified"]),
     ({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": True}}}, []),
-    ({"type": "object", "properties": {"p": {"type": "string", "x-kubernetes-int-or-string": True}}},
-     [f"{ROOT}.properties[p].type: Forbidden: must be empty if x-kubernetes-int-or-string is true"]),
+    ({"type": "object", "properties": {"p": {"type": "integer", "x-kubernetes-int-or-string": True}}}, []),
+    ({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": True,
+                                             "x-kubernetes-preserve-unknown-fields": True}}},
+     [f"{ROOT}.properties[p].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if "
+      "x-kubernetes-int-or-string is true"]),
+    ({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": True, "allOf": [
+        {"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"pattern": "^a"}]}}}, []),
+    ({"type": "object", "properties": {"p": {"type": "string", "oneOf": [{"properties": {"metadata": {}}}]}}},
+     [f"{ROOT}.properties[p].oneOf[0].properties[metadata]: Forbidden: must not be specified in a nested context"]),
+    ({"type": "object", "additionalProperties": {"type": "string"}},
+     [f"{ROOT}.additionalProperties: Forbidden: must not be used at the root"]),
     ({"type": "object", "properties": {"p": {"x-kubernetes-preserve-unknown-fields": True}}}, []),
+    ({"type": "object", "properties": {"p": {"x-kubernetes-int-or-string": True, "pattern": "^[0-9]+%?$",
+                                             "anyOf": [{"type": "integer"}, {"type": "string"}]}}}, []),
     ({"type": "object", "x-kubernetes-preserve-unknown-fields": False},
      [f"{ROOT}.x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined"]),
     ({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}},
@@ -51,6 +62,9 @@ ROOT = "spec.versions[0].schema.openAPIV3Schema"
     ({"type": "object", "properties": {"e": {"type": "object", "x-kubernetes-embedded-resource": True}}},
      [f"{ROOT}.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource "
       "is true without x-kubernetes-preserve-unknown-fields"]),
+    ({"type": "object", "properties": {"e": {"x-kubernetes-embedded-resource": True,
+                                             "x-kubernetes-preserve-unknown-fields": True}}},
+     [f"{ROOT}.properties[e].type: Required value: must be object if x-kubernetes-embedded-resource is true"]),
     ({"type": "object", "properties": {"a": {"type": "string", "anyOf": [{"type": "string"}]}}},
      [f"{ROOT}.properties[a].anyOf[0].type: Forbidden: must be empty to be structural"]),
 ])

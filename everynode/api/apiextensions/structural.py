@@ -10,9 +10,13 @@ but the four are one reading of the same schema tree, and every rule here is a p
 * **Structural check** (``ValidateStructural``, required for apiextensions.k8s.io/v1): every
   specified property and array item has a ``type`` (unless ``x-kubernetes-int-or-string`` or
   ``x-kubernetes-preserve-unknown-fields``), the root is an object, ``metadata`` at the root
-  may only restrict ``name`` and ``generateName``, arrays have ``items``, ``properties`` and
-  ``additionalProperties`` exclude each other, ``x-kubernetes-preserve-unknown-fields`` is
-  true or absent.  Errors carry upstream's paths (``....properties[spec].type``).
+  may only restrict ``name`` and ``generateName``, arrays have ``items``, junctors
+  (allOf/anyOf/oneOf/not) hold value validations only — except the IntOrString
+  ``anyOf: [{type: integer}, {type: string}]`` —, embedded resources are objects with
+  properties, and the CRD-level rules (``properties`` and ``additionalProperties`` exclude each
+  other, ``x-kubernetes-preserve-unknown-fields`` is true or absent, map lists have keys).
+  Errors carry upstream's paths (``....properties[spec].type``) in upstream's (sorted) order.
+  Not checked: completeness (every field named in a junctor also specified outside it).
 * **Pruning** is not a walk of its own: the schema compiles to the same
   :class:`~everynode.api.schema.Node` tree built-in kinds use (:func:`compile_node`), so the
   decoder's unknown-field walk (``api/typecheck.py``) prunes a custom resource exactly as it
@@ -62,87 +66,136 @@ _EMBEDDED = "x-kubernetes-embedded-resource"
 # --------------------------------------------------------------------------- the structural check
 
 def structural_errors(schema: Any, path: str) -> list[FieldError]:
-    """``ValidateStructural`` of a CRD version's ``openAPIV3Schema`` at ``path``."""
+    """``ValidateStructural`` of a CRD version's ``openAPIV3Schema`` at ``path`` (plus the
+    structural rules ``ValidateCustomResourceDefinitionOpenAPISchema`` adds), sorted by message
+    as upstream sorts them."""
     if not isinstance(schema, Mapping):
         return []
     errs: list[FieldError] = []
-    _structural(schema, path, errs, root=True, context="root")
-    if schema.get("type") != "object" and not errs:
-        errs.append(fielderr.invalid(f"{path}.type", schema.get("type", ""), "must be object at the root"))
-    props = schema.get("properties")
-    if isinstance(props, Mapping) and isinstance(props.get("metadata"), Mapping):
-        md = props["metadata"]
-        extra = set(md) - {"type", "properties", "description"}
-        names = set(md.get("properties") or ()) - {"name", "generateName"}
-        if extra or names or (md.get("type") not in (None, "object")):
-            errs.append(fielderr.forbidden(f"{path}.properties[metadata]", "must not specify anything other "
-                                           "than name and generateName, but metadata is implicitly specified"))
-    return errs
+    _invariants(schema, "root", path, errs)
+    return sorted(errs, key=lambda e: e.message())
 
 
-def _structural(schema: Schema, path: str, errs: list[FieldError], *, root: bool, context: str) -> None:
+_LEVEL_WORDS = {"root": "at the root", "item": "for specified array items", "field": "for specified object fields"}
+_INT_OR_STRING_ANY_OF = [{"type": "integer"}, {"type": "string"}]
+
+
+def _invariants(schema: Schema, level: str, path: str, errs: list[FieldError]) -> None:
+    """``validateStructuralInvariants``."""
+    typ = schema.get("type") or ""
     preserve = schema.get(_PRESERVE)
+    int_or_string = bool(schema.get(_INT_OR_STRING))
+    embedded = bool(schema.get(_EMBEDDED))
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    additional = schema.get("additionalProperties")
+    if typ == "array" and not isinstance(schema.get("items"), Mapping):
+        errs.append(fielderr.required(f"{path}.items", "must be specified"))
+    if isinstance(schema.get("items"), Mapping):
+        _invariants(schema["items"], "item", f"{path}.items", errs)
+    for name, sub in props.items():
+        if isinstance(sub, Mapping):
+            _invariants(sub, "field", f"{path}.properties[{name}]", errs)
+    if additional is not None and additional is not False:
+        if level == "root":
+            errs.append(fielderr.forbidden(f"{path}.additionalProperties", "must not be used at the root"))
+        if isinstance(additional, Mapping):
+            _invariants(additional, "field", f"{path}.additionalProperties", errs)
+        if props:
+            errs.append(fielderr.forbidden(f"{path}.additionalProperties",
+                                           "additionalProperties and properties are mutual exclusive"))
+    if int_or_string and preserve:
+        errs.append(fielderr.invalid(f"{path}.{_PRESERVE}", True, f"must be false if {_INT_OR_STRING} is true"))
+    if int_or_string and embedded:
+        errs.append(fielderr.invalid(f"{path}.{_EMBEDDED}", True, f"must be false if {_INT_OR_STRING} is true"))
     if preserve is False:
         errs.append(fielderr.invalid(f"{path}.{_PRESERVE}", False, "must be true or undefined"))
-    int_or_string = bool(schema.get(_INT_OR_STRING))
-    typ = schema.get("type")
-    if int_or_string and typ:
-        errs.append(fielderr.forbidden(f"{path}.type", f"must be empty if {_INT_OR_STRING} is true"))
+    any_of = schema.get("anyOf") or []
+    skip_any_of = any_of == _INT_OR_STRING_ANY_OF
+    all_of = schema.get("allOf") or []
+    skip_first_all_of_any_of = bool(all_of) and isinstance(all_of[0], Mapping) and \
+        (all_of[0].get("anyOf") or []) == _INT_OR_STRING_ANY_OF
+    _value_validation(schema, skip_any_of, skip_first_all_of_any_of, path, errs)
+    check_metadata = level == "root" or embedded
+    if embedded and typ != "object":
+        if not typ:
+            errs.append(fielderr.required(f"{path}.type", f"must be object if {_EMBEDDED} is true"))
+        else:
+            errs.append(fielderr.invalid(f"{path}.type", typ, f"must be object if {_EMBEDDED} is true"))
     elif not typ and not int_or_string and not preserve:
-        where = {"root": "at the root", "property": "for specified object fields",
-                 "items": "for specified array items", "additionalProperties": "for specified additionalProperties"
-                 }[context]
-        errs.append(fielderr.required(f"{path}.type", f"must not be empty {where}"))
-    if schema.get(_EMBEDDED):
-        if typ != "object":
-            errs.append(fielderr.invalid(f"{path}.type", typ or "", f"must be object if {_EMBEDDED} is true"))
-        if not preserve and not schema.get("properties"):
-            errs.append(fielderr.required(f"{path}.properties", f"must not be empty if {_EMBEDDED} is true "
-                                          f"without {_PRESERVE}"))
-    props = schema.get("properties")
-    additional = schema.get("additionalProperties")
-    if props and isinstance(additional, Mapping):
+        errs.append(fielderr.required(f"{path}.type", f"must not be empty {_LEVEL_WORDS[level]}"))
+    if embedded and additional is not None and additional is not False:
         errs.append(fielderr.forbidden(f"{path}.additionalProperties",
-                                       "additionalProperties and properties are mutual exclusive"))
-    if typ == "array" and "items" not in schema:
-        errs.append(fielderr.required(f"{path}.items", "must be specified"))
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "map" and not schema.get("x-kubernetes-list-map-keys"):
+                                       f"must not be used if {_EMBEDDED} is set"))
+    if level == "root" and typ and typ != "object":
+        errs.append(fielderr.invalid(f"{path}.type", typ, "must be object at the root"))
+    for key in ("kind", "apiVersion"):
+        sub = props.get(key)
+        if check_metadata and isinstance(sub, Mapping) and sub.get("type") != "string":
+            errs.append(fielderr.invalid(f"{path}.properties[{key}].type", sub.get("type") or "", "must be string"))
+    metadata = props.get("metadata")
+    if isinstance(metadata, Mapping):
+        if check_metadata and metadata.get("type") != "object":
+            errs.append(fielderr.invalid(f"{path}.properties[metadata].type", metadata.get("type") or "",
+                                         "must be object"))
+        if level == "root":
+            rest = {k: v for k, v in metadata.items() if k not in ("type", "default")}
+            names = rest.pop("properties", None) or {}
+            if rest or set(names) - {"name", "generateName"}:
+                errs.append(fielderr.forbidden(f"{path}.properties[metadata]", "must not specify anything other "
+                                               "than name and generateName, but metadata is implicitly specified"))
+    if embedded and not preserve and not props:
+        errs.append(fielderr.required(f"{path}.properties", f"must not be empty if {_EMBEDDED} is true "
+                                      f"without {_PRESERVE}"))
+    if schema.get("x-kubernetes-list-type") == "map" and not schema.get("x-kubernetes-list-map-keys"):
         errs.append(fielderr.required(f"{path}.x-kubernetes-list-map-keys",
                                       "must not be empty if x-kubernetes-list-type is map"))
-    if isinstance(props, Mapping):
-        for name, sub in props.items():
+
+
+def _value_validation(schema: Schema, skip_any_of: bool, skip_first_all_of_any_of: bool, path: str,
+                      errs: list[FieldError]) -> None:
+    """``validateValueValidation``: what the junctors (allOf/anyOf/oneOf/not) hold."""
+    if not skip_any_of:
+        for i, sub in enumerate(schema.get("anyOf") or ()):
             if isinstance(sub, Mapping):
-                _structural(sub, f"{path}.properties[{name}]", errs, root=False, context="property")
-    items = schema.get("items")
-    if isinstance(items, Mapping):
-        _structural(items, f"{path}.items", errs, root=False, context="items")
-    if isinstance(additional, Mapping):
-        _structural(additional, f"{path}.additionalProperties", errs, root=False, context="additionalProperties")
-    for junctor in ("allOf", "anyOf", "oneOf"):
-        for i, sub in enumerate(schema.get(junctor) or ()):
-            if isinstance(sub, Mapping):
-                _value_validation_only(sub, f"{path}.{junctor}[{i}]", errs)
-    if isinstance(schema.get("not"), Mapping):
-        _value_validation_only(schema["not"], f"{path}.not", errs)
-
-
-_NOT_IN_JUNCTORS = ("type", "default", "additionalProperties", "description", "nullable", _PRESERVE, _EMBEDDED,
-                    _INT_OR_STRING, "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type")
-
-
-def _value_validation_only(schema: Schema, path: str, errs: list[FieldError]) -> None:
-    """``validateValueValidation``: inside allOf/anyOf/oneOf/not only value validations."""
-    for key in _NOT_IN_JUNCTORS:
-        if key in schema and not (key in (_INT_OR_STRING, _EMBEDDED, _PRESERVE) and not schema[key]):
-            errs.append(fielderr.forbidden(f"{path}.{key}", "must be false to be structural"
-                                           if key in (_INT_OR_STRING, _EMBEDDED, _PRESERVE)
-                                           else "must be empty to be structural"))
-    for name, sub in (schema.get("properties") or {}).items():
+                _nested(sub, False, f"{path}.anyOf[{i}]", errs)
+    for i, sub in enumerate(schema.get("allOf") or ()):
         if isinstance(sub, Mapping):
-            _value_validation_only(sub, f"{path}.properties[{name}]", errs)
+            _nested(sub, skip_first_all_of_any_of and i == 0, f"{path}.allOf[{i}]", errs)
+    for i, sub in enumerate(schema.get("oneOf") or ()):
+        if isinstance(sub, Mapping):
+            _nested(sub, False, f"{path}.oneOf[{i}]", errs)
+    if isinstance(schema.get("not"), Mapping):
+        _nested(schema["not"], False, f"{path}.not", errs)
+
+
+_NESTED_FORBIDDEN = (
+    ("type", "must be empty to be structural"), ("default", "must be undefined to be structural"),
+    ("title", "must be empty to be structural"), ("description", "must be empty to be structural"),
+    ("nullable", "must be false to be structural"), (_PRESERVE, "must be false to be structural"),
+    (_EMBEDDED, "must be false to be structural"), (_INT_OR_STRING, "must be false to be structural"),
+    ("x-kubernetes-list-map-keys", "must be empty to be structural"),
+    ("x-kubernetes-list-type", "must be undefined to be structural"),
+    ("x-kubernetes-map-type", "must be undefined to be structural"),
+    ("x-kubernetes-validations", "must be empty to be structural"),
+    ("additionalProperties", "must be undefined to be structural"),
+)
+
+
+def _nested(schema: Schema, skip_any_of: bool, path: str, errs: list[FieldError]) -> None:
+    """``validateNestedValueValidation``: inside a junctor only value validations."""
+    _value_validation(schema, skip_any_of, False, path, errs)
     if isinstance(schema.get("items"), Mapping):
-        _value_validation_only(schema["items"], f"{path}.items", errs)
+        _nested(schema["items"], False, f"{path}.items", errs)
+    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    for name, sub in props.items():
+        if isinstance(sub, Mapping):
+            _nested(sub, False, f"{path}.properties[{name}]", errs)
+    for key, why in _NESTED_FORBIDDEN:
+        value = schema.get(key)
+        if value is not None and value is not False and value != "" and value != []:
+            errs.append(fielderr.forbidden(f"{path}.{key}", why))
+    if "metadata" in props:
+        errs.append(fielderr.forbidden(f"{path}.properties[metadata]", "must not be specified in a nested context"))
 
 
 # --------------------------------------------------------------------------- pruning nodes
