@@ -394,13 +394,18 @@ def _validate_string(value: str, schema: Schema, path: str, errs: list[FieldErro
         errs.append(fielderr.invalid(path, value, f"{path} in body should match '{pattern}'"))
 
 
+def _count_bounds(count: int, schema: Schema, path: str, noun: str, errs: list[FieldError]) -> None:
+    """``maxItems``/``minItems`` (noun "items") and ``maxProperties``/``minProperties``."""
+    suffix = "Items" if noun == "items" else "Properties"
+    most, least = schema.get(f"max{suffix}"), schema.get(f"min{suffix}")
+    if most is not None and count > most:
+        errs.append(fielderr.too_many(path, count, most))
+    if least is not None and count < least:
+        errs.append(fielderr.invalid(path, count, f"{path} in body should have at least {least} {noun}"))
+
+
 def _validate_array(value: list[Any], schema: Schema, path: str, errs: list[FieldError]) -> None:
-    max_items = schema.get("maxItems")
-    if max_items is not None and len(value) > max_items:
-        errs.append(fielderr.too_many(path, len(value), max_items))
-    min_items = schema.get("minItems")
-    if min_items is not None and len(value) < min_items:
-        errs.append(fielderr.invalid(path, len(value), f"{path} in body should have at least {min_items} items"))
+    _count_bounds(len(value), schema, path, "items", errs)
     if schema.get("uniqueItems") and len({orjson.dumps(v, option=orjson.OPT_SORT_KEYS) for v in value}) != len(value):
         errs.append(fielderr.invalid(path, value, f"{path} in body shouldn't contain duplicates"))
     list_type = schema.get("x-kubernetes-list-type")
@@ -432,12 +437,7 @@ def _validate_object(value: dict[str, Any], schema: Schema, path: str, errs: lis
     for name in schema.get("required") or ():
         if name not in value or (value[name] is None and not _nullable(schema, name)):
             errs.append(fielderr.required(f"{prefix}{name}"))
-    max_props = schema.get("maxProperties")
-    if max_props is not None and len(value) > max_props:
-        errs.append(fielderr.too_many(path, len(value), max_props))
-    min_props = schema.get("minProperties")
-    if min_props is not None and len(value) < min_props:
-        errs.append(fielderr.invalid(path, len(value), f"{path} in body should have at least {min_props} properties"))
+    _count_bounds(len(value), schema, path, "properties", errs)
     props = schema.get("properties")
     if isinstance(props, Mapping):
         for name, sub in props.items():
