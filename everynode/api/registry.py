@@ -104,6 +104,11 @@ RESOURCES: tuple[ResourceType, ...] = (
                  subresources=(_status("CustomResourceDefinition"),)),
 )
 
+def names_of(rt: ResourceType) -> list[str]:
+    """Every name kubectl accepts for ``rt`` (see :func:`_names`)."""
+    return _names(rt)
+
+
 def _names(rt: ResourceType) -> list[str]:
     """Every name kubectl accepts for ``rt``: plural, singular, short names and the kind (any
     case), each also qualified by its group (``daemonsets.apps``) and by version and group

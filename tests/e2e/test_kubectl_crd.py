@@ -7,6 +7,7 @@ through the scale subresource, ``kubectl delete crd`` deletes its objects, and a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -253,8 +254,20 @@ def test_stored_crds_are_served_after_a_restart(tmp_path: Path) -> None:
         _wait_answering(run)
         lines = run("get", f"widgets.{group}").stdout.splitlines()
         assert lines[1].split()[:3] == ["kept", "L", "1"]
+        # everynode's own HTTP client (another process than the server) finds the custom
+        # resource through discovery, by any of its names.
+        for alias in (f"widgets.{group}", "wiest", f"widget.v1.{group}"):
+            got = asyncio.run(_client_get(data_dir / "kubeconfig", alias, "kept"))
+            assert got["spec"] == {"size": "L", "replicas": 1}
     finally:
         stop(proc)
+
+
+async def _client_get(kubeconfig: Path, resource: str, name: str) -> dict[str, Any]:
+    from everynode.client.http import HttpClient
+
+    async with HttpClient.from_kubeconfig(kubeconfig) as client:
+        return await client.get(resource, name, namespace="default")
 
 
 def _wait_answering(run: Any) -> None:
