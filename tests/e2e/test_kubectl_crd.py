@@ -176,6 +176,16 @@ def test_names_conflict_and_terminating_refuses_creates(kubectl: Kubectl, apiser
     kubectl("delete", "crd", f"gizmos.{group}", f"widgets.{group}")
 
 
+def test_cel_rules_are_accepted_with_a_warning(kubectl: Kubectl) -> None:
+    group = "cel.example.com"
+    crd = widget_crd(group)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["x-kubernetes-validations"] = [{"rule": "self.replicas <= 5", "message": "at most 5"}]
+    created = apply(kubectl, crd)
+    assert "x-kubernetes-validations rules are stored and published but not evaluated" in created.stderr
+    kubectl("delete", "crd", f"widgets.{group}")
+
+
 def test_multiple_versions_with_none_conversion(kubectl: Kubectl) -> None:
     group = "multi.example.com"
     crd = widget_crd(group, plural="gadgets", kind="Gadget", scope="Cluster")

@@ -30,7 +30,9 @@ The rules are upstream's:
 
 CEL rules (``x-kubernetes-validations``) are stored and published but not evaluated: there is
 no CEL interpreter among the dependencies, and refusing every CRD that has them would refuse
-most real operators' CRDs.
+most real operators' CRDs (calico's, prometheus-operator's).  Silently accepting objects a
+real server refuses would mislead, so every create or spec change of a CRD with CEL rules
+answers with a Warning saying they are not enforced (kubectl prints it).
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ class CustomResourceDefinitionStore(ResourceStore):
         self.serving: CustomResourceServing | None = None
 
     async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False) -> Obj:
+        _warn_about_cel(obj, opts)
         created = await super().create_new(obj, opts, managed_fields_done=managed_fields_done)
         if not opts.dry_run and self.serving is not None:
             await self.serving.sync(created["metadata"]["name"])
@@ -130,6 +133,8 @@ class CustomResourceDefinitionStore(ResourceStore):
 
     async def update_existing(self, new: Obj, old: Obj, subresource: str | None, opts: RequestOptions, *,
                               managed_fields_done: bool = False) -> Obj:
+        if subresource is None and new.get("spec") != old.get("spec"):
+            _warn_about_cel(new, opts)
         stored = await super().update_existing(new, old, subresource, opts, managed_fields_done=managed_fields_done)
         if not opts.dry_run and self.serving is not None and stored is not old:
             await self.serving.sync(old["metadata"]["name"])
@@ -151,6 +156,24 @@ class CustomResourceDefinitionStore(ResourceStore):
         if self.serving is not None and not opts.dry_run:
             await self.serving.sync(md["name"])
         return result
+
+
+CEL_WARNING = ("x-kubernetes-validations rules are stored and published but not evaluated by everynode "
+               "(it has no CEL interpreter): objects that break them are accepted")
+
+
+def _warn_about_cel(crd: Obj, opts: RequestOptions) -> None:
+    """One Warning header when the CRD carries CEL rules this server does not enforce."""
+    if _has_cel(crd.get("spec")) and CEL_WARNING not in opts.warnings:
+        opts.warnings.append(CEL_WARNING)
+
+
+def _has_cel(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "x-kubernetes-validations" in node or any(_has_cel(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_cel(v) for v in node)
+    return False
 
 
 def _with_condition(crd: Obj, type_: str, status: str, reason: str, message: str, now: str) -> Obj:
