@@ -337,6 +337,8 @@ class ControlPlane:
         if self.server is not None:
             await self.server.stop()
             self.server = None
+        if self.service is not None:
+            self.service.close()
         if self.client is not None:
             await self.client.close()
         if self.store is not None:
