@@ -86,7 +86,7 @@ def _invariants(schema: Schema, level: str, path: str, errs: list[FieldError]) -
     preserve = schema.get(_PRESERVE)
     int_or_string = bool(schema.get(_INT_OR_STRING))
     embedded = bool(schema.get(_EMBEDDED))
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props: Mapping[str, Any] = schema["properties"] if isinstance(schema.get("properties"), Mapping) else {}
     additional = schema.get("additionalProperties")
     if typ == "array" and not isinstance(schema.get("items"), Mapping):
         errs.append(fielderr.required(f"{path}.items", "must be specified"))
@@ -186,7 +186,7 @@ def _nested(schema: Schema, skip_any_of: bool, path: str, errs: list[FieldError]
     _value_validation(schema, skip_any_of, False, path, errs)
     if isinstance(schema.get("items"), Mapping):
         _nested(schema["items"], False, f"{path}.items", errs)
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    props: Mapping[str, Any] = schema["properties"] if isinstance(schema.get("properties"), Mapping) else {}
     for name, sub in props.items():
         if isinstance(sub, Mapping):
             _nested(sub, False, f"{path}.properties[{name}]", errs)
@@ -463,8 +463,9 @@ _PATTERNS: dict[str, re.Pattern[str] | None] = {}
 def _search(pattern: str, value: str) -> bool | None:
     """Go's ``regexp.MatchString`` (RE2; Python's ``re`` agrees on the patterns CRDs use);
     None for a pattern Python cannot compile (not enforced rather than refused)."""
-    compiled = _PATTERNS.get(pattern, False)
-    if compiled is False:
+    if pattern in _PATTERNS:
+        compiled = _PATTERNS[pattern]
+    else:
         try:
             compiled = re.compile(pattern)
         except re.error:

@@ -38,7 +38,9 @@ answers with a Warning saying they are not enforced (kubectl prints it).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -361,7 +363,7 @@ class CustomResourceServing:
                                  status=isinstance(subs.get("status"), dict),
                                  scale=subs["scale"] if isinstance(subs.get("scale"), dict) else None,
                                  columns=columns, schemas=schemas,
-                                 terminating=lambda n=name: self._terminating(n))
+                                 terminating=functools.partial(self._terminating, name))
             rts.append(rt)
             infos.append(info)
         # Preferred version first: the highest-priority served version (kube-aware order).
@@ -472,7 +474,7 @@ def _printer(columns: tuple[Column, ...]) -> tables.Printer:
         {"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority}
         for c in columns]
 
-    def cells(obj: Obj, now: float) -> list[Any]:
+    def cells(obj: Mapping[str, Any], now: float) -> list[Any]:
         row: list[Any] = [(obj.get("metadata") or {}).get("name", "")]
         for c in columns:
             found = find(obj, c.json_path)
