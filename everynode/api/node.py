@@ -37,6 +37,19 @@ def is_node_ready(node: Obj) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
+def ready_status(node: Obj) -> str | None:
+    """The status of the node's Ready condition — "True", "False" or "Unknown" (a condition
+    without a status reads as Unknown) — or None when the node never posted one."""
+    cond = node_condition(node, "Ready")
+    return cond.get("status", "Unknown") if cond is not None else None
+
+
+def has_taint(node: Obj, key: str, effect: str) -> bool:
+    """The node carries a taint with this key and effect."""
+    return any(t.get("key") == key and t.get("effect") == effect
+               for t in (node.get("spec") or {}).get("taints") or ())
+
+
 def has_taint_key(node: Obj, key: str) -> bool:
     """The node carries a taint with this key (any value, any effect)."""
     return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or ())

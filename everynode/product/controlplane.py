@@ -243,7 +243,7 @@ class ControlPlane:
             from everynode.controllers.tainteviction import TaintEvictionController
 
             self.components["node-lifecycle"] = NodeLifecycleController(
-                client, self.informers, clock, recorder=recorder("node-controller"),
+                client, informers=self.informers, clock=clock, recorder=recorder("node-controller"),
                 grace_period=cfg.node_monitor_grace_period, monitor_period=cfg.node_monitor_period)
             self.components["taint-eviction"] = TaintEvictionController(
                 client, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
