@@ -163,6 +163,11 @@ class ControllerKit:
         return task
 
     @property
+    def queues(self) -> tuple[WorkQueue, ...]:
+        """This component's work queues (metrics read them)."""
+        return tuple(self._queues)
+
+    @property
     def running(self) -> bool:
         return self._started and not self.done
 

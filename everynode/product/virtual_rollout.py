@@ -142,8 +142,8 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
         cpu = time.process_time() - cpu0
         dropped = sum(getattr(getattr(r, "stats", None), "dropped", 0) for r in cluster.plane.recorders)
         kubelet = cluster.plane.components.get("kubelet")
-        renewals = kubelet.lease_renewals if kubelet is not None else 0
-        mode = "modelled" if kubelet is not None and kubelet.modelled else "writes"
+        renewals = getattr(kubelet, "lease_renewals", 0)
+        mode = "modelled" if getattr(kubelet, "modelled", False) else "writes"
 
     gaps = [b - a for a, b in zip(deletes, deletes[1:], strict=False)]
     waves = expected_waves(nodes, max_unavailable) if steps == nodes else steps
