@@ -113,7 +113,7 @@ async def api_floor(n: int) -> float:
     from everynode.apiserver.service import ApiService
     from everynode.client.inprocess import InProcessClient
     from everynode.clock import RealClock
-    from everynode.controllers.daemonset.eligibility import daemon_pod, pod_template_for
+    from everynode.controllers.daemonset.daemonpods import daemon_pod, pod_template_for
     from everynode.kubelet import podstatus
 
     clock = RealClock()

@@ -62,16 +62,11 @@ from typing import Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
+from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.apiserver.tables import parse_time
-from everynode.controllers.daemonset.eligibility import (
-    CONTROLLER_REVISION_HASH_LABEL,
-    BudgetError,
-    Placement,
-    is_pod_available,
-    is_pod_ready,
-    target_node_or_none,
-    update_budgets,
-)
+from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
+from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
+from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.simulator import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
 from everynode.product.plan_load import LoadError, load_snapshot, node_copy, node_ready

@@ -51,13 +51,13 @@ from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
 from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
-from everynode.controllers.daemonset.eligibility import (
+from everynode.controllers.daemonset.daemonpods import (
     CONTROLLER_REVISION_HASH_LABEL,
-    Placement,
     is_pod_updated,
     target_node_or_none,
     template_generation,
 )
+from everynode.controllers.daemonset.placement import Placement
 from everynode.product.clusterdump import ClusterObjects
 from everynode.product.why import Explanation, explain
 

@@ -2,8 +2,8 @@
 
 Upstream: ``pkg/controller/daemon/daemon_controller.go`` (handlers, ``syncDaemonSet``,
 ``manage``, ``syncNodes``, ``updateDaemonSetStatus``) with ``update.go`` for revisions and the
-rolling update.  The pure decisions live in sibling modules (eligibility, manage, update,
-history, status, backoff, adoption); this module wires them to the API.
+rolling update.  The pure decisions live in sibling modules (placement, daemonpods, budgets,
+manage, update, history, status, backoff, adoption); this module wires them to the API.
 
 Upstream semantics kept exactly: one queue keyed ``namespace/name`` with N workers; the event
 handlers of §4.1 (node add → DaemonSets that should run there; node update only when labels or
@@ -22,7 +22,7 @@ DaemonSet, the *results* of those scans and updates them from the events that ch
 
 * **Eligibility cache** ``state.eligibility[node] = (shouldRun, shouldContinueRunning)`` — built
   once per DaemonSet spec (generation), then updated by node add/update/delete events: one
-  :meth:`~.eligibility.Placement.evaluate` per DaemonSet per node event, i.e. a node event costs
+  :meth:`~.placement.Placement.evaluate` per DaemonSet per node event, i.e. a node event costs
   O(DaemonSets), never O(nodes).
 * **Pod index** ``owner uid → target node → pods`` — maintained by the pod handlers (target node
   from ``spec.nodeName`` or the ``metadata.name`` pin).  Reading "the pods of DS d on node n" is a
@@ -88,10 +88,9 @@ from everynode.client.workqueue import RateLimiter
 from everynode.clock import Clock
 from everynode.controllers.daemonset.adoption import Claimer, ClaimError, aggregate_message
 from everynode.controllers.daemonset.backoff import GC_INTERVAL, Backoff, failed_pods_backoff_key
-from everynode.controllers.daemonset.eligibility import (
+from everynode.controllers.daemonset.budgets import allows_surge
+from everynode.controllers.daemonset.daemonpods import (
     CONTROLLER_REVISION_HASH_LABEL,
-    Placement,
-    allows_surge,
     daemon_pod,
     is_pod_updated,
     pod_template_for,
@@ -109,6 +108,7 @@ from everynode.controllers.daemonset.manage import (
     node_actions,
     unscheduled_pods_on_missing_node,
 )
+from everynode.controllers.daemonset.placement import Placement
 from everynode.controllers.daemonset.status import (
     ZERO,
     NodeStatus,
