@@ -178,14 +178,14 @@ def api_resource_list(group: str, version: str) -> bytes | None:
                 break
         else:
             return None
-    resources: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
     for rt in members:
-        resources.extend(_legacy_resources(rt))
+        entries.extend(_legacy_resources(rt))
     return orjson.dumps({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
-        "resources": resources,
+        "resources": entries,
     })
 
 
