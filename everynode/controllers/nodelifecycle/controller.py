@@ -61,6 +61,7 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.api.node import has_taint, ready_status
+from everynode.api.pod import pod_ready_condition
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
 from everynode.client.kit import ControllerKit, ControllerLifecycle
@@ -391,8 +392,8 @@ class NodeLifecycleController(IncrementalHealthMonitor, ControllerLifecycle):
         for pod in pods:
             if (pod.get("spec") or {}).get("nodeName") != node_name:
                 continue
-            conds = (pod.get("status") or {}).get("conditions") or []
-            if not any(c.get("type") == "Ready" and c.get("status") != "False" for c in conds):
+            ready = pod_ready_condition(pod)
+            if ready is None or ready.get("status") == "False":
                 continue
             updated = deep_copy(pod)
             updated.setdefault("apiVersion", "v1")
