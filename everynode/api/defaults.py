@@ -181,9 +181,9 @@ def _default_requests_from_limits(spec: Obj) -> None:
                 continue
             resources = _dict(ctr, "resources")
             limits = _dict(resources, "limits") if resources is not None else None
-            if not limits:
+            if resources is None or not limits:
                 continue
-            requests = resources.setdefault("requests", {})  # type: ignore[union-attr]
+            requests = resources.setdefault("requests", {})
             if not isinstance(requests, dict):
                 continue
             for name, quantity in limits.items():

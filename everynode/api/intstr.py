@@ -31,9 +31,9 @@ def is_percent(value: object) -> bool:
 
 def parse_percent(value: object) -> int | None:
     """The number in a valid percent string (``"25%"`` → 25), else None (``getPercentValue``)."""
-    if not is_percent(value):
+    if not isinstance(value, str) or not is_percent(value):
         return None
-    return int(value[:-1])  # type: ignore[index]
+    return int(value[:-1])
 
 
 def _atoi(text: str) -> int | None:

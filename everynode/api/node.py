@@ -8,6 +8,7 @@ One home for them: a key spelled twice is a key that can drift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
@@ -23,7 +24,7 @@ TAINT_NODE_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
 TAINT_NODE_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
-def node_condition(node: Obj, type_: str) -> Obj | None:
+def node_condition(node: Mapping[str, Any], type_: str) -> Obj | None:
     """``GetNodeCondition``: the node's condition of that type, or None."""
     for cond in (node.get("status") or {}).get("conditions") or ():
         if cond.get("type") == type_:
@@ -31,12 +32,25 @@ def node_condition(node: Obj, type_: str) -> Obj | None:
     return None
 
 
-def is_node_ready(node: Obj) -> bool:
+def is_node_ready(node: Mapping[str, Any]) -> bool:
     """The node's Ready condition is ``True`` (False, Unknown and absent are not Ready)."""
     cond = node_condition(node, "Ready")
     return cond is not None and cond.get("status") == "True"
 
 
-def has_taint_key(node: Obj, key: str) -> bool:
+def ready_status(node: Mapping[str, Any]) -> str | None:
+    """The status of the node's Ready condition — "True", "False" or "Unknown" (a condition
+    without a status reads as Unknown) — or None when the node never posted one."""
+    cond = node_condition(node, "Ready")
+    return cond.get("status", "Unknown") if cond is not None else None
+
+
+def has_taint(node: Mapping[str, Any], key: str, effect: str) -> bool:
+    """The node carries a taint with this key and effect."""
+    return any(t.get("key") == key and t.get("effect") == effect
+               for t in (node.get("spec") or {}).get("taints") or ())
+
+
+def has_taint_key(node: Mapping[str, Any], key: str) -> bool:
     """The node carries a taint with this key (any value, any effect)."""
     return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or ())

@@ -214,14 +214,14 @@ def _api_resource_list(group: str, version: str, generation: int) -> bytes | Non
         if found is None:
             return None
         members = found
-    resources: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
     for rt in members:
-        resources.extend(_legacy_resources(rt))
+        entries.extend(_legacy_resources(rt))
     return orjson.dumps({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
-        "resources": resources,
+        "resources": entries,
     })
 
 

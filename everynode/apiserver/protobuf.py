@@ -180,17 +180,17 @@ def _time(raw: bytes) -> str | None:
 
 
 def _map_entry(raw: bytes, value_kind: str) -> tuple[str, Any]:
-    key, value = "", "" if value_kind == "map_ss" else b""
+    key, value = "", b""
     for number, wire, v in _fields(raw):
         if wire != 2:
             raise ValueError("protobuf: bad map entry")
         if number == 1:
             key = _text(v)
         elif number == 2:
-            value = _text(v) if value_kind == "map_ss" else v
-    if value_kind == "map_sb":
-        value = base64.b64encode(value).decode()
-    return key, value
+            value = v
+    if value_kind == "map_ss":
+        return key, _text(value)
+    return key, base64.b64encode(value).decode() if value_kind == "map_sb" else value
 
 
 def _is_zero(value: Any) -> bool:

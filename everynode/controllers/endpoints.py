@@ -78,15 +78,12 @@ class EndpointsController(ServicePodsController):
                  recorder: EventRecorder | None = None, rate_limiter: RateLimiter | None = None) -> None:
         super().__init__(client, informers=informers, clock=clock, workers=workers, rate_limiter=rate_limiter)
         self.recorder = recorder
-        self.endpoints_informer: Informer = informers.informer("endpoints")
-        self._handlers.append(self.endpoints_informer.add_handler(on_delete=self._endpoints_deleted))
+        self.endpoints_informer: Informer = self.kit.informer("endpoints")
+        self.kit.watch(self.endpoints_informer, on_delete=self._endpoints_deleted)
         self.writes = 0
 
     def _endpoints_deleted(self, ep: Obj) -> None:
         self.queue.add(key_of(ep))
-
-    def _informers_to_sync(self) -> list[Informer]:
-        return [*super()._informers_to_sync(), self.endpoints_informer]
 
     def _on_synced(self) -> None:
         """``checkLeftoverEndpoints`` (limited to this controller's own objects)."""

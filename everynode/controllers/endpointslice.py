@@ -353,14 +353,11 @@ class EndpointSliceController(ServicePodsController):
         self.max_endpoints_per_slice = max_endpoints_per_slice
         self.recorder = recorder
         self.tracker = SliceTracker()
-        self.slice_informer: Informer = informers.informer(
+        self.slice_informer: Informer = self.kit.informer(
             SLICES, indexers={SERVICE_INDEX: index_managed_slice_by_service})
-        self._handlers.append(self.slice_informer.add_handler(
-            self._slice_added, lambda old, new: self._slice_added(new), self._slice_deleted))
+        self.kit.watch(self.slice_informer, on_add=self._slice_added,
+                       on_update=lambda old, new: self._slice_added(new), on_delete=self._slice_deleted)
         self.writes = 0
-
-    def _informers_to_sync(self) -> list[Informer]:
-        return [*super()._informers_to_sync(), self.slice_informer]
 
     def _slice_added(self, eps: Obj) -> None:
         for svc_key in index_managed_slice_by_service(eps):

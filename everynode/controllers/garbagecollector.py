@@ -31,7 +31,6 @@ the server does not know is treated as solid: what cannot be verified is never d
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from dataclasses import dataclass
@@ -41,7 +40,8 @@ from everynode.api import registry
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
 from everynode.client.informer import Informer, SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
+from everynode.client.workqueue import WorkQueue
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -105,22 +105,29 @@ def deletion_policy(finalizers: list[str] | tuple[str, ...], *, owner_waiting: b
     return "Background"
 
 
-class GarbageCollector:
+def _log_failure(item: Any, exc: Exception, _retried: bool) -> None:
+    log.debug("garbage collector: %s %s: %s", item[0], item[1], exc)
+
+
+class GarbageCollector(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  workers: int = 2, resources: tuple[str, ...] = MONITORED) -> None:
         self.client = client
         self.clock = clock
         self.workers = workers
-        self._informers: dict[str, Informer] = {r: informers.informer(r) for r in resources}
+        self.kit = ControllerKit("garbagecollector", informers=informers)
+        self._informers: dict[str, Informer] = {r: self.kit.informer(r) for r in resources}
         self._by_uid: dict[str, Ident] = {}
         self._owner_refs: dict[str, dict[str, bool]] = {}  # dependent uid -> {owner uid: blockOwnerDeletion}
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._foreground: set[str] = set()  # uids of objects deleting in the foreground
         self._synced = False
-        self.queue: WorkQueue = WorkQueue(name="garbagecollector")
-        self._tasks: list[asyncio.Task[None]] = []
+        self.queue: WorkQueue = self.kit.queue()
+        self.kit.workers(self.queue, self._process, count=workers, on_error=_log_failure)
+        self.kit.on_synced(self._queue_dangling)
         for resource, inf in self._informers.items():
-            inf.add_handler(
+            self.kit.watch(
+                inf,
                 on_add=functools.partial(self._observe, resource),
                 on_update=functools.partial(self._observe_update, resource),
                 on_delete=functools.partial(self._forget, resource),
@@ -190,37 +197,20 @@ class GarbageCollector:
             self.queue.add((DELETE, dep))
 
     # -- lifecycle -----------------------------------------------------------------------
-    async def start(self) -> None:
-        for inf in self._informers.values():
-            inf.start()
-        for inf in self._informers.values():
-            await inf.wait_synced()
+    def _queue_dangling(self) -> None:
+        """Once synced: owners never observed (dangling from the start, or of a kind we do not
+        watch) make their dependents candidates for deletion."""
         self._synced = True
-        # Owners never observed (dangling from the start, or of a kind we do not watch).
         for uid, refs in self._owner_refs.items():
             if any(owner not in self._by_uid for owner in refs):
                 self.queue.add((DELETE, uid))
-        self._tasks = [asyncio.create_task(self._worker(), name=f"gc-worker-{i}") for i in range(self.workers)]
 
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
-
-    async def _worker(self) -> None:
-        async def process(item: tuple[str, str]) -> None:
-            action, uid = item
-            if action == DELETE:
-                await self._attempt_to_delete(uid)
-            else:
-                await self._attempt_to_orphan(uid)
-
-        def failed(item: Any, exc: Exception, _retried: bool) -> None:
-            log.debug("garbage collector: %s %s: %s", item[0], item[1], exc)
-
-        await run_worker(self.queue, process, on_error=failed)
+    async def _process(self, item: tuple[str, str]) -> None:
+        action, uid = item
+        if action == DELETE:
+            await self._attempt_to_delete(uid)
+        else:
+            await self._attempt_to_orphan(uid)
 
     async def _live(self, ident: Ident) -> Obj | None:
         try:

@@ -21,7 +21,6 @@ writes after each pass, and discovery (the resource list is the registry's).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -30,7 +29,7 @@ from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -60,41 +59,25 @@ def termination_estimate(pods: list[Obj]) -> float:
     return float(longest)
 
 
-class NamespaceController:
+def _log_failure(name: Any, exc: Exception, _retried: bool) -> None:
+    log.debug("namespace %s: %s", name, exc)
+
+
+class NamespaceController(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  recheck: float = RECHECK_SECONDS) -> None:
         self.client = client
         self.clock = clock
         self.recheck = recheck
-        self._informer = informers.informer("namespaces")
-        self._informer.add_handler(
-            on_add=self._enqueue,
-            on_update=lambda old, new: self._enqueue(new),
-        )
-        self.queue: WorkQueue = WorkQueue(name="namespace")
-        self._task: asyncio.Task[None] | None = None
+        self.kit = ControllerKit("namespace", informers=informers)
+        self._informer = self.kit.informer("namespaces")
+        self.kit.watch(self._informer, on_add=self._enqueue, on_update=lambda old, new: self._enqueue(new))
+        self.queue = self.kit.queue()
+        self.kit.workers(self.queue, self.sync, on_error=_log_failure)
 
     def _enqueue(self, ns: Obj) -> None:
         if ns["metadata"].get("deletionTimestamp"):
             self.queue.add(ns["metadata"]["name"])
-
-    async def start(self) -> None:
-        self._informer.start()
-        await self._informer.wait_synced()
-        self._task = asyncio.create_task(self._worker(), name="namespace-controller")
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _worker(self) -> None:
-        def failed(name: Any, exc: Exception, _retried: bool) -> None:
-            log.debug("namespace %s: %s", name, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     async def sync(self, name: str) -> float | None:
         """One pass.  Returns None when finished (finalized, gone, or not ours), else the delay

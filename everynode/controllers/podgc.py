@@ -55,6 +55,7 @@ from everynode.api.node import TAINT_NODE_OUT_OF_SERVICE, has_taint_key, is_node
 from everynode.api.pod import is_pod_terminal
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def _has_out_of_service_taint(node: Obj) -> bool:
     return has_taint_key(node, TAINT_NODE_OUT_OF_SERVICE)
 
 
-class PodGC:
+class PodGC(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  period: float = 20.0, quarantine: float = 40.0, terminated_threshold: int = 12500):
         self.client = client
@@ -92,20 +93,21 @@ class PodGC:
         self.period = period
         self.quarantine = quarantine
         self.terminated_threshold = terminated_threshold
-        self._nodes = informers.informer("nodes")
-        self._pods = informers.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
+        self.kit = ControllerKit("podgc", informers=informers)
+        self._nodes = self.kit.informer("nodes")
+        self._pods = self.kit.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
         self._terminated: set[str] = set()
         self._unbound_terminating: set[str] = set()
         self._out_of_service: set[str] = set()  # cached nodes tainted out-of-service (any Ready)
         self._suspects: set[str] = set()  # node names that may have pods and no cached node
         self._quarantined: dict[str, float] = {}  # node name -> monotonic time first seen missing
-        self._task: asyncio.Task[None] | None = None
         # Nodes first: when both informers have synced already, the cached pods are then checked
         # against a full node cache and make no suspects.
-        self._nodes.add_handler(on_add=self._node_changed, on_update=lambda old, new: self._node_changed(new),
-                                on_delete=self._node_deleted)
-        self._pods.add_handler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
-                               on_delete=self._pod_deleted)
+        self.kit.watch(self._nodes, on_add=self._node_changed, on_update=lambda old, new: self._node_changed(new),
+                       on_delete=self._node_deleted)
+        self.kit.watch(self._pods, on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new),
+                       on_delete=self._pod_deleted)
+        self.kit.loop(self._loop, name="loop")
 
     def _node_changed(self, node: Obj) -> None:
         name = node["metadata"]["name"]
@@ -139,19 +141,6 @@ class PodGC:
         key = _key(pod)
         self._terminated.discard(key)
         self._unbound_terminating.discard(key)
-
-    async def start(self) -> None:
-        for inf in (self._nodes, self._pods):
-            inf.start()
-        for inf in (self._nodes, self._pods):
-            await inf.wait_synced()
-        self._task = asyncio.create_task(self._loop(), name="podgc")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
 
     async def _loop(self) -> None:
         while True:

@@ -28,9 +28,7 @@ upstream cannot tell the two apart either (protobuf drops the empty map).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -40,7 +38,8 @@ from everynode.api.meta import key_of
 from everynode.api.pod import is_pod_ready, is_pod_terminal, pod_ready_condition
 from everynode.client.base import Client
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
+from everynode.client.workqueue import RateLimiter
 from everynode.clock import Clock, parse_rfc3339
 
 log = logging.getLogger(__name__)
@@ -499,7 +498,7 @@ class StaleCache(Exception):
     """The informer cache does not show this controller's own last writes yet: retry later."""
 
 
-class ServicePodsController:
+class ServicePodsController(ControllerLifecycle):
     """Informers, membership index, work queue and workers shared by the Endpoints and
     EndpointSlice controllers.  Subclasses implement :meth:`sync` (one Service key)."""
 
@@ -511,18 +510,20 @@ class ServicePodsController:
         self.clock = clock
         self.workers = workers
         self.informers = informers
+        self.kit = ControllerKit(f"{self.queue_name} controller", informers=informers)
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
-        self.service_informer: Informer = informers.informer("services", indexers=ns_index)
-        self.pod_informer: Informer = informers.informer("pods", indexers=ns_index)
+        self.service_informer: Informer = self.kit.informer("services", indexers=ns_index)
+        self.pod_informer: Informer = self.kit.informer("pods", indexers=ns_index)
         self.membership = ServiceMembership()
         self.triggers = TriggerTimeTracker()
-        self.queue = WorkQueue(self.queue_name, rate_limiter=rate_limiter)
+        self.queue = self.kit.queue(self.queue_name, rate_limiter=rate_limiter)
         self.syncs = 0
-        self._tasks: list[asyncio.Task[None]] = []
-        self._handlers = [
-            self.service_informer.add_handler(self._service_added, self._service_updated, self._service_deleted),
-            self.pod_informer.add_handler(self._pod_added, self._pod_updated, self._pod_deleted),
-        ]
+        self.kit.watch(self.service_informer, on_add=self._service_added, on_update=self._service_updated,
+                       on_delete=self._service_deleted)
+        self.kit.watch(self.pod_informer, on_add=self._pod_added, on_update=self._pod_updated,
+                       on_delete=self._pod_deleted)
+        self.kit.workers(self.queue, self._process, count=workers, max_retries=MAX_RETRIES, on_error=self._failed)
+        self.kit.on_synced(self._on_synced)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -557,58 +558,20 @@ class ServicePodsController:
         return [p for p in self.pod_informer.by_index(NAMESPACE_INDEX, ns)
                 if selector_matches(selector, (p.get("metadata") or {}).get("labels"))]
 
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def _informers_to_sync(self) -> list[Informer]:
-        return [self.service_informer, self.pod_informer]
-
-    async def start(self) -> None:
-        self.informers.start()
-        await asyncio.gather(*(inf.wait_synced() for inf in self._informers_to_sync()))
-        self._on_synced()
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._worker(), name=f"{self.queue_name}-worker-{i}")
-                       for i in range(self.workers)]
-        log.info("started %s controller", self.queue_name)
+    # -- lifecycle (the kit's) -----------------------------------------------------------------
 
     def _on_synced(self) -> None:  # noqa: B027 - optional hook
         pass
 
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
-        for reg in self._handlers:
-            reg.remove()
-        self._handlers = []
+    async def _process(self, key: str) -> None:
+        self.syncs += 1
+        await self.sync(key)
 
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Wait until no key is queued or processing for ``settle`` polls in a row (tests)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.005)
-            quiet = quiet + 1 if self.queue.depth == 0 and self.queue.processing == 0 else 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"{self.queue_name} controller not idle: {self.queue!r}")
-
-    async def _worker(self) -> None:
-        async def process(key: str) -> None:
-            self.syncs += 1
-            await self.sync(key)
-
-        def failed(key: Any, exc: Exception, retried: bool) -> None:
-            if retried:
-                log.debug("%s: error syncing %s, retrying: %s", self.queue_name, key, exc)
-            else:
-                log.info("%s: dropping service %s out of the queue: %s", self.queue_name, key, exc)
-
-        await run_worker(self.queue, process, max_retries=MAX_RETRIES, on_error=failed)
+    def _failed(self, key: Any, exc: Exception, retried: bool) -> None:
+        if retried:
+            log.debug("%s: error syncing %s, retrying: %s", self.queue_name, key, exc)
+        else:
+            log.info("%s: dropping service %s out of the queue: %s", self.queue_name, key, exc)
 
     async def sync(self, key: str) -> None:
         raise NotImplementedError

@@ -35,6 +35,7 @@ from everynode.api.errors import ApiError
 from everynode.api.scheduling import toleration_tolerates_taint
 from everynode.client.base import Client
 from everynode.client.informer import NODE_NAME_INDEX, SharedInformerFactory, index_pod_by_node_name
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -82,36 +83,34 @@ class _Scheduled:
     fire_at: float
 
 
-class TaintEvictionController:
+class TaintEvictionController(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock, recorder: Any = None):
         self.client = client
         self.clock = clock
         self.recorder = recorder
-        self._nodes = informers.informer("nodes")
-        self._pods = informers.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
+        self.kit = ControllerKit("taint-eviction", informers=informers)
+        self._nodes = self.kit.informer("nodes")
+        self._pods = self.kit.informer("pods", indexers={NODE_NAME_INDEX: index_pod_by_node_name})
         self._scheduled: dict[str, _Scheduled] = {}
-        self._running: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._nodes.add_handler(on_add=self._node_changed, on_update=self._node_updated)
-        self._pods.add_handler(on_add=self._pod_changed, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        self.kit.watch(self._nodes, on_add=self._node_changed, on_update=self._node_updated)
+        self.kit.watch(self._pods, on_add=self._pod_changed, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        self.kit.on_synced(self._evaluate_all)
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        for inf in (self._nodes, self._pods):
-            inf.start()
-        for inf in (self._nodes, self._pods):
-            await inf.wait_synced()
+        self._loop = asyncio.get_running_loop()  # from now on events schedule timers
+        await super().start()
+
+    def _evaluate_all(self) -> None:
         for node in self._nodes.list():
             self._node_changed(node)
 
     async def stop(self) -> None:
-        for scheduled in self._scheduled.values():
+        for scheduled in self._scheduled.values():  # first, so that no eviction starts meanwhile
             scheduled.handle.cancel()
         self._scheduled.clear()
-        for task in list(self._running):
-            task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
         self._loop = None
+        await super().stop()
 
     @property
     def pending(self) -> dict[str, float]:
@@ -181,9 +180,7 @@ class TaintEvictionController:
 
     def _fire(self, key: str, uid: str) -> None:
         self._scheduled.pop(key, None)
-        task = asyncio.ensure_future(self._evict(key, uid))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        self.kit.spawn(self._evict(key, uid), name=f"taint-eviction:{key}")
 
     async def _evict(self, key: str, uid: str) -> None:
         namespace, _, name = key.partition("/")

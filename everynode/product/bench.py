@@ -113,7 +113,7 @@ async def api_floor(n: int) -> float:
     from everynode.apiserver.service import ApiService
     from everynode.client.inprocess import InProcessClient
     from everynode.clock import RealClock
-    from everynode.controllers.daemonset.eligibility import daemon_pod, pod_template_for
+    from everynode.controllers.daemonset.daemonpods import daemon_pod, pod_template_for
     from everynode.kubelet import podstatus
 
     clock = RealClock()
@@ -210,7 +210,7 @@ async def _start_plane(nodes: int, *, transport: str) -> ControlPlane:
     # lease written), before the clock starts: otherwise start-up work is measured as converge
     await _wait_nodes_ready(plane, nodes)
     kubelet = plane.components.get("kubelet")
-    while kubelet is not None and not kubelet.idle:
+    while kubelet is not None and not getattr(kubelet, "idle", True):
         await asyncio.sleep(0.05)
     return plane
 
@@ -310,13 +310,15 @@ async def bench_churn(nodes: int, transport: str) -> dict[str, Any]:
 
 
 async def bench_sync(nodes: int, transport: str, *, rounds: int = 200) -> dict[str, Any]:
+    from everynode.controllers.daemonset.controller import DaemonSetController
+
     plane = await _start_plane(nodes, transport=transport)
     try:
         assert plane.client is not None
         await plane.client.create("daemonsets.apps", daemonset_manifest())
         await _wait_status(plane, _available(nodes), timeout=3600)
         ctrl = plane.components.get("daemonset") or plane.components.get("daemonset-http")
-        assert ctrl is not None, "the sync scenario runs the DaemonSet controller"
+        assert isinstance(ctrl, DaemonSetController), "the sync scenario runs the DaemonSet controller"
         key = f"{DS_NAMESPACE}/{DS_NAME}"
         samples = []
         m = Measure()

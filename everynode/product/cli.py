@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from everynode import __version__
+from everynode.version import __version__
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -41,11 +41,6 @@ def _run(coro: object) -> None:
         uvloop.run(coro)  # type: ignore[arg-type]
     except ImportError:  # pragma: no cover - non-Linux
         asyncio.run(coro)  # type: ignore[arg-type]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

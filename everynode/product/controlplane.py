@@ -22,6 +22,7 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.apiserver.service import ApiService
 from everynode.client.inprocess import InProcessClient
+from everynode.client.kit import Component
 from everynode.clock import Clock
 from everynode.product.nodes import CONTROL_PLANE_ROLE, contract_nodes
 from everynode.storage.base import Store
@@ -95,7 +96,7 @@ class ControlPlane:
     service: ApiService | None = None
     client: InProcessClient | None = None
     server: Any = None
-    components: dict[str, Any] = field(default_factory=dict)
+    components: dict[str, Component] = field(default_factory=dict)
     informers: Any = None
     recorders: list[Any] = field(default_factory=list)
     ready: bool = False
@@ -112,7 +113,7 @@ class ControlPlane:
     @property
     def dns_port(self) -> int | None:
         dns = self.components.get("dns")
-        return dns.port if dns is not None else None
+        return getattr(dns, "port", None)
 
     async def start(self, *, progress: Progress | None = None,
                     seed: Callable[[InProcessClient], Awaitable[None]] | None = None) -> None:
@@ -244,9 +245,10 @@ class ControlPlane:
             from everynode.controllers.nodelifecycle import NodeLifecycleController
             from everynode.controllers.tainteviction import TaintEvictionController
 
-            self.components["node-lifecycle"] = NodeLifecycleController(
-                client, self.informers, clock, recorder=recorder("node-controller"),
+            node_lifecycle = NodeLifecycleController(
+                client, informers=self.informers, clock=clock, recorder=recorder("node-controller"),
                 grace_period=cfg.node_monitor_grace_period, monitor_period=cfg.node_monitor_period)
+            self.components["node-lifecycle"] = node_lifecycle
             self.components["taint-eviction"] = TaintEvictionController(
                 client, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
         if "pod-gc" in enabled:
@@ -279,7 +281,7 @@ class ControlPlane:
                                        lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
             self.components["kubelet"] = kubelet
             if kubelet.modelled and "node-lifecycle" in self.components:
-                self.components["node-lifecycle"].use_heartbeat_model(kubelet)
+                node_lifecycle.use_heartbeat_model(kubelet)
         if "daemonset" in enabled:
             from everynode.controllers.daemonset.controller import DaemonSetController
 
@@ -293,7 +295,7 @@ class ControlPlane:
             except OSError as e:  # the DNS port
                 raise ControlPlaneError(f"{name}: cannot listen on {cfg.host}:{cfg.dns_port}: {e.strerror or e}") from None
         if "dns" in self.components:
-            say(f"cluster DNS: {cfg.host}:{self.components['dns'].port} (zone cluster.local)")
+            say(f"cluster DNS: {cfg.host}:{self.dns_port} (zone cluster.local)")
 
     def _full_resync_period(self) -> float:
         """The DaemonSet controller's safety-net full pass: every 5 minutes on a real clock, every

@@ -8,20 +8,25 @@ upstream components: ``workqueue_*`` as client-go's workqueue exports them, plus
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
 from everynode.api import registry
+from everynode.client.kit import ControllerKit
 
 
-def _queues(components: dict[str, Any]) -> Iterator[Any]:
+def _queues(components: Mapping[str, Any]) -> Iterator[Any]:
+    """Every work queue of the components: the kit's of those built on the controller kit,
+    else a ``queue`` / ``_queue`` attribute."""
     seen: set[int] = set()
     for component in components.values():
-        for attr in ("queue", "_queue"):
-            q = getattr(component, attr, None)
+        kit = getattr(component, "kit", None)
+        found = list(kit.queues) if isinstance(kit, ControllerKit) else \
+            [getattr(component, attr, None) for attr in ("queue", "_queue")]
+        for q in found:
             if q is not None and hasattr(q, "metrics") and id(q) not in seen:
                 seen.add(id(q))
                 yield q

@@ -62,19 +62,15 @@ from typing import Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
+from everynode.api.node import is_node_ready
+from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.apiserver.tables import parse_time
-from everynode.controllers.daemonset.eligibility import (
-    CONTROLLER_REVISION_HASH_LABEL,
-    BudgetError,
-    Placement,
-    is_pod_available,
-    is_pod_ready,
-    target_node_or_none,
-    update_budgets,
-)
+from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
+from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
+from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.simulator import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
-from everynode.product.plan_load import LoadError, load_snapshot, node_copy, node_ready
+from everynode.product.plan_load import LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
 from everynode.product.why import Explanation, explain
 
@@ -278,7 +274,7 @@ class RolloutRecorder:
         name = _md(node).get("name") or ""
         self.node_objs[name] = node
         t = self.track(name)
-        ready = node_ready(node)
+        ready = is_node_ready(node)
         wanted = self.placement.fit(node).should_run if self.placement is not None else False
         if ready != t.ready or wanted != t.wanted:
             t.ready, t.wanted = ready, wanted

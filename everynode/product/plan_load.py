@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.node import is_node_ready
 from everynode.client.base import Client
 from everynode.kubelet.simulator import EXTERNAL, KUBELET_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects
@@ -55,12 +56,6 @@ class LoadError(Exception):
 
 def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def node_ready(node: Mapping[str, Any]) -> bool:
-    """The node's Ready condition is True."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or ())
 
 
 def stripped(obj: Mapping[str, Any], *, keep_status: bool = True) -> Obj:
@@ -107,7 +102,7 @@ def node_copy(node: Mapping[str, Any]) -> Obj:
     out = stripped(node)
     md = out["metadata"]
     annotations = dict(md.get("annotations") or {})
-    if not node_ready(node) or annotations.get(KUBELET_ANNOTATION) == STOPPED:
+    if not is_node_ready(node) or annotations.get(KUBELET_ANNOTATION) == STOPPED:
         annotations[KUBELET_ANNOTATION] = STOPPED
     elif annotations.get(KUBELET_ANNOTATION) == EXTERNAL:
         del annotations[KUBELET_ANNOTATION]  # simulated in the plan like every other node
@@ -221,4 +216,4 @@ async def _load_pod(client: Client, pod: Obj, uids: Mapping[str, str], ready_nod
     _bump(loaded, "pods")
 
 
-__all__ = ["LoadError", "Loaded", "load_snapshot", "node_copy", "node_ready", "pod_copy", "stripped"]
+__all__ = ["LoadError", "Loaded", "load_snapshot", "node_copy", "pod_copy", "stripped"]

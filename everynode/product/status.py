@@ -12,7 +12,7 @@ Choices:
   ``-o wide``.  So the table cannot drift from what kubectl prints.
 * **One cell per node per DaemonSet.**  A cell says what that DaemonSet has on that node, decided
   the way the controller decides it: eligibility from
-  :class:`~everynode.controllers.daemonset.eligibility.Placement` (``NodeShouldRunDaemonPod``),
+  :class:`~everynode.controllers.daemonset.placement.Placement` (``NodeShouldRunDaemonPod``),
   "updated" from ``IsPodUpdated`` against the DaemonSet's current revision — the newest
   ControllerRevision it owns (highest ``revision``; ``rollout undo`` renumbers the restored one to
   the top, so this holds after undo too) — or its template generation when no revision is known.
@@ -51,13 +51,13 @@ from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
 from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
-from everynode.controllers.daemonset.eligibility import (
+from everynode.controllers.daemonset.daemonpods import (
     CONTROLLER_REVISION_HASH_LABEL,
-    Placement,
     is_pod_updated,
     target_node_or_none,
     template_generation,
 )
+from everynode.controllers.daemonset.placement import Placement
 from everynode.product.clusterdump import ClusterObjects
 from everynode.product.why import Explanation, explain
 

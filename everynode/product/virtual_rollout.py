@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from everynode.api.intstr import scaled_value
+from everynode.api.pod import is_pod_ready
 from everynode.product.cluster import Cluster
 
 Obj = dict[str, Any]
@@ -53,11 +54,6 @@ def expected_waves(nodes: int, max_unavailable: int | str) -> int:
     """``ceil(N / maxUnavailable)``, the budget resolved as the controller does (percentages round up)."""
     budget = max(1, scaled_value(max_unavailable, nodes, round_up=True))
     return math.ceil(nodes / budget)
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
 
 
 @dataclass
@@ -102,7 +98,7 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
                 return
             if md.get("deletionTimestamp") and not (old.get("metadata") or {}).get("deletionTimestamp"):
                 deletes.append(loop.time())
-            if _ready(new) and md["uid"] not in ready_at:
+            if is_pod_ready(new) and md["uid"] not in ready_at:
                 h = md["labels"].get(HASH_LABEL, "")
                 ready_at[md["uid"]] = (h, loop.time())
                 ready_count[h] = ready_count.get(h, 0) + 1
@@ -142,8 +138,8 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
         cpu = time.process_time() - cpu0
         dropped = sum(getattr(getattr(r, "stats", None), "dropped", 0) for r in cluster.plane.recorders)
         kubelet = cluster.plane.components.get("kubelet")
-        renewals = kubelet.lease_renewals if kubelet is not None else 0
-        mode = "modelled" if kubelet is not None and kubelet.modelled else "writes"
+        renewals = getattr(kubelet, "lease_renewals", 0)
+        mode = "modelled" if getattr(kubelet, "modelled", False) else "writes"
 
     gaps = [b - a for a, b in zip(deletes, deletes[1:], strict=False)]
     waves = expected_waves(nodes, max_unavailable) if steps == nodes else steps

@@ -53,14 +53,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.api.scheduling import node_selector_requirement_matches, tolerations_tolerate_taint
 from everynode.apiserver.tables import human_duration, parse_time
 from everynode.controllers.daemonset.backoff import INITIAL_DELAY, MAX_DELAY
-from everynode.controllers.daemonset.eligibility import (
-    Placement,
-    available_at,
-    is_pod_available,
-    is_pod_ready,
+from everynode.controllers.daemonset.daemonpods import (
     is_pod_updated,
     pod_hash,
     sort_oldest_first,
@@ -74,6 +71,7 @@ from everynode.controllers.daemonset.history import (
     split_revisions,
 )
 from everynode.controllers.daemonset.manage import FAILED_DAEMON_POD
+from everynode.controllers.daemonset.placement import Placement
 from everynode.controllers.daemonset.update import (
     RollingUpdatePlan,
     RolloutIndex,

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Coroutine
 from typing import Any
 
 from everynode.api import registry
@@ -47,6 +48,7 @@ from everynode.api.selectors import LabelSelector, SelectorError, label_selector
 from everynode.client.base import Client
 from everynode.client.events import NORMAL, WARNING, EventRecorder
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 from everynode.scheduler.cache import TERMINAL_PHASES, SchedulerCache
 from everynode.scheduler.cycle import CycleState, prefilter
@@ -114,17 +116,24 @@ class Diagnosis:
         return c
 
 
-class Scheduler:
+class Scheduler(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory | None = None,
                  recorder: EventRecorder | None = None, name: str = DEFAULT_SCHEDULER_NAME,
                  max_binds_in_flight: int = 64, percentage_of_nodes_to_score: int | None = None) -> None:
         self.client = client
         self.clock = clock
         self.name = name
-        self._own_factory = informers is None
+        own_factory = informers is None
         self.informers = informers if informers is not None else SharedInformerFactory(client)
-        self._own_recorder = recorder is None
+        own_recorder = recorder is None
         self.recorder = recorder if recorder is not None else EventRecorder(client, component=name, clock=clock)
+        # Informers are made in start() (the served kinds decide which), and the loop does not
+        # wait for their caches: pods arrive as the informers deliver them.
+        self.kit = ControllerKit(f"scheduler:{name}", informers=self.informers, wait_for_sync=False)
+        if own_recorder:
+            self.kit.on_stop(self._close_recorder)
+        if own_factory:
+            self.kit.on_stop(self.informers.stop)
         self.cache = SchedulerCache()
         self.queue: SchedulingQueue | None = None
         self._pending: dict[str, Obj] = {}
@@ -132,9 +141,6 @@ class Scheduler:
         self._percentage = percentage_of_nodes_to_score
         self._binds_in_flight = 0
         self._bind_slot = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._worker: asyncio.Task[None] | None = None
-        self._regs: list[Any] = []
         self._next_start = 0
         self._pod_informer: Informer | None = None
         self._node_informer: Informer | None = None
@@ -151,27 +157,26 @@ class Scheduler:
     async def start(self) -> None:
         self.queue = SchedulingQueue()
         self.queue.start()
-        self._node_informer = self.informers.informer("nodes")
-        self._pod_informer = self.informers.informer("pods")
-        self._regs.append(self._node_informer.add_handler(self._on_node_add, self._on_node_update,
-                                                          self._on_node_delete))
-        self._regs.append(self._pod_informer.add_handler(self._on_pod_add, self._on_pod_update,
-                                                         self._on_pod_delete))
+        kit = self.kit
+        self._node_informer = kit.informer("nodes")
+        self._pod_informer = kit.informer("pods")
+        kit.watch(self._node_informer, on_add=self._on_node_add, on_update=self._on_node_update,
+                  on_delete=self._on_node_delete)
+        kit.watch(self._pod_informer, on_add=self._on_pod_add, on_update=self._on_pod_update,
+                  on_delete=self._on_pod_delete)
         # Namespace labels (namespaceSelector of affinity terms); Services and controllers
         # (the system default spreading's selector).  Controllers only where they are served.
-        ns_informer = self.informers.informer("namespaces")
-        self._regs.append(ns_informer.add_handler(self.cache.set_namespace, self._on_namespace_update,
-                                                  self._on_namespace_delete))
-        self._service_informer = self.informers.informer("services",
-                                                         indexers={NAMESPACE_INDEX: index_by_namespace})
+        kit.watch(kit.informer("namespaces"), on_add=self.cache.set_namespace, on_update=self._on_namespace_update,
+                  on_delete=self._on_namespace_delete)
+        self._service_informer = kit.informer("services", indexers={NAMESPACE_INDEX: index_by_namespace})
         for resource in _SPREAD_OWNERS.values():
             try:
                 registry.resource(resource)
             except KeyError:
                 continue
-            self._owner_informers[resource] = self.informers.informer(resource)
-        self.informers.start()
-        self._worker = asyncio.get_running_loop().create_task(self._run(), name=f"scheduler:{self.name}")
+            self._owner_informers[resource] = kit.informer(resource)
+        kit.loop(self._run, name="loop")
+        await super().start()
 
     async def wait_synced(self) -> None:
         for inf in (self._node_informer, self._pod_informer):
@@ -180,24 +185,11 @@ class Scheduler:
 
     async def stop(self) -> None:
         if self.queue is not None:
-            self.queue.close()
-        for reg in self._regs:
-            reg.remove()
-        self._regs.clear()
-        tasks = [t for t in (self._worker, *self._tasks) if t is not None]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):  # noqa: PERF203 - shutdown
-                pass
-        self._worker = None
-        self._tasks.clear()
-        if self._own_factory:
-            await self.informers.stop()
-        if self._own_recorder:
-            await self.recorder.close(flush=False)
+            self.queue.close()  # the loop's pop() returns None: it ends
+        await super().stop()
+
+    async def _close_recorder(self) -> None:
+        await self.recorder.close(flush=False)
 
     # -- informer handlers ----------------------------------------------------------------------
 
@@ -325,10 +317,8 @@ class Scheduler:
             elif done % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.kit.spawn(coro)
 
     def _schedule_one(self, key: str, pod: Obj) -> None:
         pi = PodInfo(pod)

@@ -90,7 +90,7 @@ def test_node_lifecycle() -> None:
             {"type": "Ready", "status": "True"}]}}, namespace="default", patch_type="strategic", subresource="status")
         informers = SharedInformerFactory(client)
         recorder = EventRecorder(client, component="node-controller", clock=clock)
-        controller = NodeLifecycleController(client, informers, clock, recorder=recorder)
+        controller = NodeLifecycleController(client, informers=informers, clock=clock, recorder=recorder)
         await controller.start()
 
         async def node(name: str) -> Obj:
@@ -200,7 +200,7 @@ def test_all_zones_fully_disrupted_adds_no_noexecute_taint() -> None:
             {"type": "Ready", "status": "True", "lastHeartbeatTime": clock.rfc3339(),
              "lastTransitionTime": clock.rfc3339()}]}}, patch_type="merge", subresource="status")
         informers = SharedInformerFactory(client)
-        controller = NodeLifecycleController(client, informers, clock, grace_period=20)
+        controller = NodeLifecycleController(client, informers=informers, clock=clock, grace_period=20)
         await controller.start()
         try:
             await asyncio.sleep(120)
@@ -222,7 +222,7 @@ def test_node_that_never_reported_gets_startup_grace() -> None:
         client = InProcessClient(ApiService(MemoryStore(), clock=clock))
         await client.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "mute"}})
         informers = SharedInformerFactory(client)
-        controller = NodeLifecycleController(client, informers, clock, startup_grace_period=60)
+        controller = NodeLifecycleController(client, informers=informers, clock=clock, startup_grace_period=60)
         await controller.start()
         try:
             await asyncio.sleep(50)

@@ -1,5 +1,6 @@
-"""The incremental health monitor against the full walk: the same scenario, run twice on a
-virtual-time loop (once per mode), must produce the same writes, events and zone decisions at
+"""The incremental health monitor against the full walk (the oracle of
+tests/support/nodelifecycle_oracle.py): the same scenario, run twice on a
+virtual-time loop (once per controller), must produce the same writes, events and zone decisions at
 the same virtual times.
 
 Scenario (two zones, seven nodes, a client that yields to the loop on every write so that
@@ -28,6 +29,7 @@ from everynode.clock import Clock
 from everynode.controllers.nodelifecycle import EXCLUDE_DISRUPTION_LABEL, NodeLifecycleController
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support.nodelifecycle_oracle import FullWalkNodeLifecycleController
 from tests.support.nodes import post_condition
 
 Obj = dict[str, Any]
@@ -146,8 +148,8 @@ def record_monitor_passes(controller: NodeLifecycleController, log: list[tuple[A
     """After every monitor pass, log the controller's zone, rate, queue and retry state."""
     real_monitor = controller.monitor_once
 
-    async def monitor_once(**kw: Any) -> None:
-        await real_monitor(**kw)
+    async def monitor_once() -> None:
+        await real_monitor()
         log.append((round(asyncio.get_running_loop().time(), 6), "zones", sorted(controller._zone_states.items()),
                     sorted((z, b.rate) for z, b in controller._buckets.items()),
                     sorted((z, list(q)) for z, q in controller._to_taint.items()),
@@ -178,8 +180,9 @@ def run_scenario(*, full_scan: bool, tick_offset: float) -> list[tuple[Any, ...]
         await pod(client, "p-b1", "b1")
         informers = SharedInformerFactory(controller_client)
         # Periods that are binary fractions keep every virtual time exact (see the note at the end).
-        controller = NodeLifecycleController(controller_client, informers, clock, recorder=Recorder(log),
-                                             tainting_period=0.125, full_scan=full_scan)
+        cls = FullWalkNodeLifecycleController if full_scan else NodeLifecycleController
+        controller = cls(controller_client, informers=informers, clock=clock, recorder=Recorder(log),
+                         tainting_period=0.125)
         record_monitor_passes(controller, log)
         await asyncio.sleep(tick_offset)
         await controller.start()
@@ -253,9 +256,9 @@ def run_random_scenario(*, full_scan: bool, seed: int, fail_every: int = 0) -> l
         for i, name in enumerate(names):
             await kubelets.add(name, zones[i % 3], offset=(i % 8) * 1.25)
         informers = SharedInformerFactory(controller_client)
-        controller = NodeLifecycleController(controller_client, informers, clock, recorder=Recorder(log),
-                                             tainting_period=0.125, grace_period=20, startup_grace_period=30,
-                                             full_scan=full_scan)
+        cls = FullWalkNodeLifecycleController if full_scan else NodeLifecycleController
+        controller = cls(controller_client, informers=informers, clock=clock, recorder=Recorder(log),
+                         tainting_period=0.125, grace_period=20, startup_grace_period=30)
         record_monitor_passes(controller, log)
         await controller.start()
         created = len(names)

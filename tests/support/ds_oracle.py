@@ -18,7 +18,8 @@ from everynode.api.meta import controller_ref
 from everynode.api.selectors import label_selector_from_dict
 from everynode.client.informer import NAMESPACE_INDEX
 from everynode.controllers.daemonset.controller import DaemonSetController
-from everynode.controllers.daemonset.eligibility import Placement, target_node_or_none, template_generation
+from everynode.controllers.daemonset.daemonpods import target_node_or_none, template_generation
+from everynode.controllers.daemonset.placement import Placement
 from everynode.controllers.daemonset.status import StatusCounts, count_status
 from everynode.controllers.daemonset.update import RollingUpdatePlan, UpdateError, plan_rolling_update
 

@@ -6,20 +6,20 @@ import pytest
 
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.clock import format_rfc3339
-from everynode.controllers.daemonset.eligibility import (
-    BudgetError,
+from everynode.controllers.daemonset.budgets import BudgetError, allows_surge, update_budgets
+from everynode.controllers.daemonset.daemonpods import (
     TargetNodeError,
-    add_or_update_toleration,
-    allows_surge,
-    default_daemon_tolerations,
     is_pod_updated,
-    node_should_run_daemon_pod,
     pin_to_node,
     pod_template_for,
     sort_oldest_first,
     target_node_name,
     template_generation,
-    update_budgets,
+)
+from everynode.controllers.daemonset.placement import (
+    add_or_update_toleration,
+    default_daemon_tolerations,
+    node_should_run_daemon_pod,
     with_daemon_tolerations,
 )
 
@@ -356,7 +356,7 @@ _DS = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent
       "finalizers": ["f"]}),
 ])
 def test_daemon_pod_metadata(template_md, expected_md):
-    from everynode.controllers.daemonset.eligibility import daemon_pod
+    from everynode.controllers.daemonset.daemonpods import daemon_pod
 
     pod = daemon_pod(_DS, {"metadata": template_md, "spec": {"containers": [{"name": "c", "image": "i"}]}}, "n7")
     if expected_md is None:
@@ -371,7 +371,7 @@ def test_daemon_pod_metadata(template_md, expected_md):
 
 
 def test_daemon_pod_does_not_change_the_template():
-    from everynode.controllers.daemonset.eligibility import daemon_pod
+    from everynode.controllers.daemonset.daemonpods import daemon_pod
 
     template = {"metadata": {"labels": {"app": "a"}},
                 "spec": {"containers": [], "affinity": {"podAffinity": {"x": 1}}}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from everynode.clock import format_rfc3339
-from everynode.controllers.daemonset.eligibility import allows_surge
+from everynode.controllers.daemonset.budgets import allows_surge
 from everynode.controllers.daemonset.update import UpdateError, find_updated_pods_on_node, plan_rolling_update
 
 NOW = 10_000.0

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from everynode.clock import format_rfc3339
-from everynode.controllers.daemonset.eligibility import Placement
+from everynode.controllers.daemonset.placement import Placement
 from everynode.product.clusterdump import ClusterObjects, DumpError, load_dump, parse_dump
 from everynode.product.status import render_status
 from everynode.product.why import explain, update_revision

@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import sys
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
@@ -192,7 +193,7 @@ _TREES: dict[bytes, dict[str, Any]] = {}  # 128-bit digest of the tree -> the tr
 _TREES_MAX = 50_000
 
 
-def fields_v1(paths: set[Path]) -> dict[str, Any]:
+def fields_v1(paths: AbstractSet[Path]) -> dict[str, Any]:
     """Render a field set as a FieldsV1 tree.
 
     Trees are interned: thousands of pods of one DaemonSet, and every node's lease, have the
@@ -230,7 +231,7 @@ def _render_fields_v1(members: frozenset[Path]) -> dict[str, Any]:
     return remember(_TREES, key, root, limit=_TREES_MAX)
 
 
-def _mark(tree: dict[str, Any], path: Path, members: set[Path]) -> None:
+def _mark(tree: dict[str, Any], path: Path, members: AbstractSet[Path]) -> None:
     for key, child in tree.items():
         if key == ".":
             continue
@@ -385,7 +386,7 @@ def _describe(entry: dict[str, Any]) -> str:
     return text
 
 
-def _make_entry(manager: str, operation: str, api_version: str, time: str, paths: set[Path],
+def _make_entry(manager: str, operation: str, api_version: str, time: str, paths: AbstractSet[Path],
                 subresource: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
                              "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)}
@@ -507,10 +508,12 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     """
     node = schema.kind_node(api_version, kind)
     skip = _untracked_top(api_version, kind, subresource)
-    changed: set[Path] = set()
+    changed: AbstractSet[Path] = set()
     removed: set[Path] = set()
     if old:
-        _diff(old, new, node, (), changed, removed)
+        diffed: set[Path] = set()
+        _diff(old, new, node, (), diffed, removed)
+        changed = diffed
         changed = _tracked(changed, skip)
     else:
         changed = _created_fields(new, node, skip, (api_version, kind, subresource))
@@ -577,13 +580,14 @@ def _created_fields(new: dict[str, Any], node: Node | None, skip: frozenset[str]
     keys: the field set is then known without building its paths again."""
     shape = _shape(new)
     key = None if shape is None else (*memo_key, shape)
-    fields = None if key is None else _CREATED_FIELDS.get(key)
-    if fields is None:
-        out: set[Path] = set()
-        _collect(new, node, (), out)
-        fields = _tracked(out, skip)
-        if key is not None:
-            fields = remember(_CREATED_FIELDS, key, frozenset(fields), limit=_CREATED_FIELDS_MAX)
+    known = None if key is None else _CREATED_FIELDS.get(key)
+    if known is not None:
+        return known
+    out: set[Path] = set()
+    _collect(new, node, (), out)
+    fields = _tracked(out, skip)
+    if key is not None:
+        return remember(_CREATED_FIELDS, key, frozenset(fields), limit=_CREATED_FIELDS_MAX)
     return fields
 
 
@@ -608,14 +612,14 @@ def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
     return tuple(parts)
 
 
-def _tree_has_all(tree: dict[str, Any], paths: set[Path]) -> bool:
+def _tree_has_all(tree: dict[str, Any], paths: AbstractSet[Path]) -> bool:
     for path in paths:
         if not _tree_has(tree, path):
             return False
     return True
 
 
-def _tree_has_any(tree: dict[str, Any], paths: set[Path]) -> bool:
+def _tree_has_any(tree: dict[str, Any], paths: AbstractSet[Path]) -> bool:
     """``any(_tree_has(tree, p) for p in paths)``, without walking the paths whose first element
     the tree does not have (a status write touches ~50 ``f:status`` paths, and the entry of the
     manager that created the object usually has no ``f:status`` at all)."""
@@ -631,7 +635,7 @@ def _tree_has_any(tree: dict[str, Any], paths: set[Path]) -> bool:
 
 def _tree_has(tree: dict[str, Any], path: Path) -> bool:
     """Whether ``path`` is a member of a FieldsV1 tree (a leaf, or a node marked with ``.``)."""
-    node = tree
+    node: Any = tree
     for element in path:
         node = node.get(element) if isinstance(node, dict) else None
         if node is None:

@@ -153,7 +153,7 @@ def _normalize_slice_order(to_sort: list[Any], order: list[Any], merge_key: str,
     if is_map:
         _require_merge_key(to_sort, merge_key)
         _require_merge_key(order, merge_key)
-        keep = []
+        keep: list[Any] = []
         for item in to_sort:
             (to_delete if item.get(DIRECTIVE) == "delete" else keep).append(item)
         to_sort = keep
@@ -452,8 +452,10 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], node: Nod
                 raise internal(f"expected slice, but got {_go_value(patch_list)}")
             _validate_set_order(patch_list or [], order, merge_key)
             if found_original and found_patch:
+                assert isinstance(live, list) and isinstance(patch_list, list)  # checked above
                 merged = _merge_list_field(live, patch_list, child, False)
             elif found_original:
+                assert isinstance(live, list)
                 merged = list(live)
             elif found_patch:
                 merged = _clean(patch_list, child)

@@ -623,8 +623,8 @@ def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_w
     md = shell.get("metadata")
     managed = md.get("managedFields") if isinstance(md, dict) else None
     keep_managed = managed is not None and managed is (old.get("metadata") or {}).get("managedFields")
-    if keep_managed:
-        shell["metadata"] = dict(md, managedFields=None)  # type: ignore[arg-type]
+    if keep_managed and isinstance(md, dict):
+        shell["metadata"] = dict(md, managedFields=None)
     copy: Obj = apimeta.deep_copy(shell)
     for key in restored:
         if key in shell and shell[key] is None and patched[key] is not None:

@@ -96,7 +96,8 @@ def selection_predicate(rt: ResourceType, label_selector: str | None,
     exact_name = fields.exact_value("metadata.name") if fields is not None else None
     key = rt.key
     if fields is None:
-        label_match = labels.matches  # type: ignore[union-attr]
+        assert labels is not None  # one of the two is set (returned above otherwise)
+        label_match = labels.matches
         return (lambda obj: label_match(obj["metadata"].get("labels"))), exact_name
     field_match = fields.matches
     if labels is None:

@@ -2,8 +2,8 @@
 
 Upstream: ``pkg/controller/daemon/daemon_controller.go`` (handlers, ``syncDaemonSet``,
 ``manage``, ``syncNodes``, ``updateDaemonSetStatus``) with ``update.go`` for revisions and the
-rolling update.  The pure decisions live in sibling modules (eligibility, manage, update,
-history, status, backoff, adoption); this module wires them to the API.
+rolling update.  The pure decisions live in sibling modules (placement, daemonpods, budgets,
+manage, update, history, status, backoff, adoption); this module wires them to the API.
 
 Upstream semantics kept exactly: one queue keyed ``namespace/name`` with N workers; the event
 handlers of §4.1 (node add → DaemonSets that should run there; node update only when labels or
@@ -22,7 +22,7 @@ DaemonSet, the *results* of those scans and updates them from the events that ch
 
 * **Eligibility cache** ``state.eligibility[node] = (shouldRun, shouldContinueRunning)`` — built
   once per DaemonSet spec (generation), then updated by node add/update/delete events: one
-  :meth:`~.eligibility.Placement.evaluate` per DaemonSet per node event, i.e. a node event costs
+  :meth:`~.placement.Placement.evaluate` per DaemonSet per node event, i.e. a node event costs
   O(DaemonSets), never O(nodes).
 * **Pod index** ``owner uid → target node → pods`` — maintained by the pod handlers (target node
   from ``spec.nodeName`` or the ``metadata.name`` pin).  Reading "the pods of DS d on node n" is a
@@ -83,14 +83,14 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import RateLimiter, WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
+from everynode.client.workqueue import RateLimiter
 from everynode.clock import Clock
 from everynode.controllers.daemonset.adoption import Claimer, ClaimError, aggregate_message
 from everynode.controllers.daemonset.backoff import GC_INTERVAL, Backoff, failed_pods_backoff_key
-from everynode.controllers.daemonset.eligibility import (
+from everynode.controllers.daemonset.budgets import allows_surge
+from everynode.controllers.daemonset.daemonpods import (
     CONTROLLER_REVISION_HASH_LABEL,
-    Placement,
-    allows_surge,
     daemon_pod,
     is_pod_updated,
     pod_template_for,
@@ -108,6 +108,7 @@ from everynode.controllers.daemonset.manage import (
     node_actions,
     unscheduled_pods_on_missing_node,
 )
+from everynode.controllers.daemonset.placement import Placement
 from everynode.controllers.daemonset.status import (
     ZERO,
     NodeStatus,
@@ -278,7 +279,7 @@ class DaemonSetState:
 # The controller
 # ---------------------------------------------------------------------------------------------
 
-class DaemonSetController:
+class DaemonSetController(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, workers: int = 2,
                  informers: SharedInformerFactory | None = None, recorder: EventRecorder | None = None,
                  burst_replicas: int = BURST_REPLICAS,
@@ -290,11 +291,12 @@ class DaemonSetController:
         self.burst_replicas = burst_replicas
         self.full_resync_period = full_resync_period
         self.progress_deadline = progress_deadline
-        self._own_factory = informers is None
+        own_factory = informers is None
         self.informers = informers if informers is not None else SharedInformerFactory(client)
-        self._own_recorder = recorder is None
+        own_recorder = recorder is None
         self.recorder = recorder if recorder is not None else EventRecorder(client, component=COMPONENT, clock=clock)
-        self.queue = WorkQueue("daemonset", rate_limiter=rate_limiter)
+        self.kit = ControllerKit("daemonset", informers=self.informers)
+        self.queue = self.kit.queue(rate_limiter=rate_limiter)
         self.expectations = Expectations(clock=clock)
         self.backoff = Backoff()
         self.data_cache = DataCache()
@@ -308,19 +310,25 @@ class DaemonSetController:
         # DaemonSet uid → (resourceVersion the cache had, the object our status write returned):
         # see :meth:`_status_baseline`.
         self._written_status: dict[str, tuple[str, Obj]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopped = asyncio.Event() if _has_loop() else None
         self.syncs = 0
 
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
-        self.ds_informer: Informer = self.informers.informer(DAEMONSETS, indexers=ns_index)
-        self.pod_informer: Informer = self.informers.informer(PODS, indexers=ns_index)
-        self.node_informer: Informer = self.informers.informer(NODES)
-        self.rev_informer: Informer = self.informers.informer(REVISIONS, indexers=ns_index)
-        self.ds_informer.add_handler(self._add_ds, self._update_ds, self._delete_ds)
-        self.pod_informer.add_handler(self._add_pod, self._update_pod, self._delete_pod)
-        self.node_informer.add_handler(self._add_node, self._update_node, self._delete_node)
-        self.rev_informer.add_handler(self._add_revision, self._update_revision, self._delete_revision)
+        self.ds_informer: Informer = self.kit.informer(DAEMONSETS, indexers=ns_index)
+        self.pod_informer: Informer = self.kit.informer(PODS, indexers=ns_index)
+        self.node_informer: Informer = self.kit.informer(NODES)
+        self.rev_informer: Informer = self.kit.informer(REVISIONS, indexers=ns_index)
+        self.kit.watch(self.ds_informer, on_add=self._add_ds, on_update=self._update_ds, on_delete=self._delete_ds)
+        self.kit.watch(self.pod_informer, on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
+        self.kit.watch(self.node_informer, on_add=self._add_node, on_update=self._update_node,
+                       on_delete=self._delete_node)
+        self.kit.watch(self.rev_informer, on_add=self._add_revision, on_update=self._update_revision,
+                       on_delete=self._delete_revision)
+        self.kit.workers(self.queue, self.sync, count=workers, on_error=self._sync_failed)
+        self.kit.loop(self._backoff_gc, name="backoff-gc")
+        if own_recorder:
+            self.kit.on_stop(self._close_recorder)
+        if own_factory:
+            self.kit.on_stop(self.informers.stop)
 
     # ------------------------------------------------------------------------------------------
     # lifecycle
@@ -328,67 +336,28 @@ class DaemonSetController:
 
     async def start(self) -> None:
         """Start informers (if not yet running), wait for their caches, start the workers."""
-        if self._stopped is None:
-            self._stopped = asyncio.Event()
-        self.informers.start()
-        await asyncio.gather(*(inf.wait_synced() for inf in
-                               (self.pod_informer, self.node_informer, self.rev_informer, self.ds_informer)))
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._worker(), name=f"daemonset-worker-{i}") for i in range(self.workers)]
-        self._tasks.append(loop.create_task(self._backoff_gc(), name="daemonset-backoff-gc"))
+        await super().start()
         log.info("started daemon sets controller")
 
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
-        if self._own_factory:
-            await self.informers.stop()
-        if self._own_recorder:
-            with contextlib.suppress(Exception):
-                await self.recorder.close()
-        if self._stopped is not None:
-            self._stopped.set()
+    async def _close_recorder(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.recorder.close()
 
     async def run_until_stopped(self) -> None:
         await self.start()
-        assert self._stopped is not None
         try:
-            await self._stopped.wait()
+            await self.kit.wait_stopped()
         finally:
-            if self._tasks:
-                await self.stop()
+            await self.stop()
 
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Wait until the queue is empty and no key is being processed for ``settle`` polls in a
-        row (delayed requeues do not count).  For tests."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.002)
-            if self.queue.depth == 0 and self.queue.processing == 0:
-                quiet += 1
-            else:
-                quiet = 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"daemonset controller not idle: {self.queue!r}")
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.info("%s failed with : %s", key, exc)
-            log.debug("sync failure", exc_info=exc)
-            # Never silence: the DaemonSet's own events say why it cannot be acted on (the
-            # recorder's correlator folds the repeats of a retry loop into one counted event).
-            ds = self.ds_informer.get(key) if isinstance(key, str) else None
-            if ds is not None:
-                self.recorder.event(ds, "Warning", FAILED_SYNC, f"Error syncing DaemonSet: {exc}")
-
-        await run_worker(self.queue, self.sync, on_error=failed)
+    def _sync_failed(self, key: Any, exc: Exception, _retried: bool) -> None:
+        log.info("%s failed with : %s", key, exc)
+        log.debug("sync failure", exc_info=exc)
+        # Never silence: the DaemonSet's own events say why it cannot be acted on (the
+        # recorder's correlator folds the repeats of a retry loop into one counted event).
+        ds = self.ds_informer.get(key) if isinstance(key, str) else None
+        if ds is not None:
+            self.recorder.event(ds, "Warning", FAILED_SYNC, f"Error syncing DaemonSet: {exc}")
 
     async def _backoff_gc(self) -> None:
         while True:
@@ -1076,11 +1045,3 @@ class DaemonSetController:
 
     def state(self, key: str) -> DaemonSetState | None:
         return self._states.get(key)
-
-
-def _has_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -33,7 +33,7 @@ from everynode.api.errors import ApiError
 from everynode.api.gojson import go_json
 from everynode.api.meta import NAME_ALPHABET, deep_copy, make_controller_ref
 from everynode.client.base import Client
-from everynode.controllers.daemonset.eligibility import CONTROLLER_REVISION_HASH_LABEL
+from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL
 
 Obj = dict[str, Any]
 

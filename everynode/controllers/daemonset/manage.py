@@ -17,10 +17,7 @@ from typing import Any
 
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.backoff import Backoff
-from everynode.controllers.daemonset.eligibility import (
-    CONTROLLER_REVISION_HASH_LABEL,
-    sort_oldest_first,
-)
+from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, sort_oldest_first
 
 Obj = dict[str, Any]
 

@@ -49,11 +49,8 @@ from everynode.api.meta import deep_copy
 from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.client.base import Client
 from everynode.clock import format_rfc3339
-from everynode.controllers.daemonset.eligibility import (
-    is_pod_updated,
-    oldest_pod,
-    update_budgets,
-)
+from everynode.controllers.daemonset.budgets import update_budgets
+from everynode.controllers.daemonset.daemonpods import is_pod_updated, oldest_pod
 
 Obj = dict[str, Any]
 

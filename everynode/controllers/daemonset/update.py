@@ -25,11 +25,8 @@ from typing import Any
 
 from everynode.api.daemonset import min_ready_seconds
 from everynode.api.pod import available_at, is_pod_available
-from everynode.controllers.daemonset.eligibility import (
-    is_pod_updated,
-    template_generation,
-    update_budgets,
-)
+from everynode.controllers.daemonset.budgets import update_budgets
+from everynode.controllers.daemonset.daemonpods import is_pod_updated, template_generation
 
 Obj = dict[str, Any]
 
