@@ -82,6 +82,8 @@ FLAGS = {
     "events.events.k8s.io": (True, False, False),
     "leases.coordination.k8s.io": (True, False, False),
     "daemonsets.apps": (False, False, True),
+    "deployments.apps": (False, False, True),
+    "replicasets.apps": (False, False, True),
 }
 
 
