@@ -111,6 +111,8 @@ def test_create_rollout_scale_undo_pause_resume_restart_describe_delete(
     assert rs1["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
     assert rs1["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "3"
     assert rs1["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "4"
+    everything = k("get", "all", "-n", NS)  # category "all"
+    assert "deployment.apps/web" in everything and f"replicaset.apps/web-{hash1}" in everything
     wide = k("get", "deploy", "web", "-n", NS, "-o", "wide")
     assert wide.split("\n")[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS",
                                            "IMAGES", "SELECTOR"]
