@@ -95,7 +95,8 @@ def test_defaults_are_upstreams() -> None:
     assert bare["spec"]["replicas"] == 1 and "rollingUpdate" not in bare["spec"]["strategy"]
     rs = {"metadata": {"name": "x"}, "spec": {}}
     apply_defaults("replicasets.apps", rs)
-    assert rs["spec"] == {"replicas": 1}
+    assert rs["spec"]["replicas"] == 1
+    assert rs["spec"]["template"]["spec"]["restartPolicy"] == "Always"  # a struct in Go: defaulted even when absent
 
 
 def test_selector_is_immutable_for_both_kinds() -> None:
