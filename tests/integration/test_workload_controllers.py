@@ -255,3 +255,27 @@ def test_deleting_a_deployment_cascades_and_orphan_keeps_the_replica_set() -> No
         assert len(live(await pods(cluster, "keep"))) == 2
 
     run(scenario)
+
+
+def test_pods_that_cannot_be_created_show_as_replica_failure_on_both() -> None:
+    async def scenario(cluster: Cluster) -> None:
+        d = deployment(replicas=2)
+        d["spec"]["template"]["spec"]["priorityClassName"] = "missing"
+        await cluster.client.create(DEPLOY, d)
+
+        async def failing() -> Obj | None:
+            got = await cluster.client.get(DEPLOY, "web", namespace=NS)
+            return got if cond(got, "ReplicaFailure") is not None else None
+
+        got = await eventually(failing, what="ReplicaFailure on the Deployment")
+        rs = (await cluster.client.list(RS, namespace=NS))["items"][0]
+        rs_cond = cond(rs, "ReplicaFailure")
+        assert (rs_cond["status"], rs_cond["reason"]) == ("True", "FailedCreate")
+        assert "no PriorityClass with name missing was found" in rs_cond["message"]
+        d_cond = cond(got, "ReplicaFailure")
+        assert (d_cond["reason"], d_cond["message"]) == (rs_cond["reason"], rs_cond["message"])
+        events = (await cluster.client.list("events", namespace=NS))["items"]
+        assert any(e["reason"] == "FailedCreate" and e["involvedObject"]["kind"] == "ReplicaSet"
+                   and e["message"].startswith("Error creating: ") for e in events)
+
+    run(scenario)
