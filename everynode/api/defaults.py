@@ -347,24 +347,16 @@ DEFAULT_MAX_UNAVAILABLE = "25%"
 DEFAULT_MAX_SURGE = "25%"
 
 
-def _default_workload_template(spec: Obj) -> None:
-    """The template is a struct, not a pointer, in Go: its pod spec is defaulted even when the
-    request has none (so a missing template is reported as missing containers, not as missing
-    restartPolicy and dnsPolicy)."""
-    template = spec.setdefault("template", {})
-    if isinstance(template, dict):
-        template_spec = template.setdefault("spec", {})
-        if isinstance(template_spec, dict):
-            default_pod_spec(template_spec)
-
-
 def _default_replica_set(obj: Obj) -> None:
     """``SetDefaults_ReplicaSet``: one replica; the template as pods are defaulted."""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
     _set_if_none(spec, "replicas", 1)
-    _default_workload_template(spec)
+    # The template is a struct in Go, not a pointer: its pod spec is defaulted even when the
+    # request has none (a missing template is reported as missing containers, not dnsPolicy).
+    spec.setdefault("template", {})
+    _default_pod_template_holder(obj)
 
 
 def _default_deployment(obj: Obj) -> None:
@@ -386,7 +378,10 @@ def _default_deployment(obj: Obj) -> None:
             _set_if_none(rolling, "maxSurge", DEFAULT_MAX_SURGE)
     _set_if_none(spec, "revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
     _set_if_none(spec, "progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE_SECONDS)
-    _default_workload_template(spec)
+    # The template is a struct in Go, not a pointer: its pod spec is defaulted even when the
+    # request has none (a missing template is reported as missing containers, not dnsPolicy).
+    spec.setdefault("template", {})
+    _default_pod_template_holder(obj)
 
 
 _DEFAULTERS["deployments.apps"] = _default_deployment

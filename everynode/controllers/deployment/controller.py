@@ -247,17 +247,12 @@ class DeploymentController:
         if cond is not None and cond.get("reason") == util.TIMED_OUT:
             return
         paused_cond = cond is not None and cond.get("reason") == util.PAUSED
-        now = self.clock.rfc3339()
-        new_status = dict(status)
         if util.spec_of(d).get("paused") and not paused_cond:
-            util.set_condition(new_status, util.new_condition(util.PROGRESSING, "Unknown", util.PAUSED,
-                                                              "Deployment is paused", now=now))
+            self._set_condition(d, util.PROGRESSING, "Unknown", util.PAUSED, "Deployment is paused")
         elif not util.spec_of(d).get("paused") and paused_cond:
-            util.set_condition(new_status, util.new_condition(util.PROGRESSING, "Unknown", util.RESUMED,
-                                                              "Deployment is resumed", now=now))
+            self._set_condition(d, util.PROGRESSING, "Unknown", util.RESUMED, "Deployment is resumed")
         else:
             return
-        d["status"] = new_status
         await self._update_status(d)
 
     async def _is_scaling_event(self, d: Obj, rss: list[Obj]) -> bool:
@@ -280,7 +275,6 @@ class DeploymentController:
         """``getNewReplicaSet``: the new ReplicaSet with its revision synced, created if asked."""
         existing = util.find_new_replica_set(d, rss)
         new_revision = util.max_revision(old) + 1
-        now = self.clock.rfc3339()
         md = d["metadata"]
         if existing is not None:
             rs_ann = dict(util.annotations(existing))
@@ -295,13 +289,9 @@ class DeploymentController:
                     body["spec"].pop("minReadySeconds", None)
                 return await self.client.update(REPLICASETS, body)
             needs_update = self._set_revision(d, util.annotations(existing).get(util.REVISION, ""))
-            status = util.status_of(d)
-            if util.has_progress_deadline(d) and util.get_condition(status, util.PROGRESSING) is None:
-                new_status = dict(status)
-                util.set_condition(new_status, util.new_condition(
-                    util.PROGRESSING, "True", util.FOUND_NEW_RS,
-                    f'Found new replica set "{existing["metadata"]["name"]}"', now=now))
-                d["status"] = new_status
+            if util.has_progress_deadline(d) and util.get_condition(util.status_of(d), util.PROGRESSING) is None:
+                self._set_condition(d, util.PROGRESSING, "True", util.FOUND_NEW_RS,
+                                    f'Found new replica set "{existing["metadata"]["name"]}"')
                 needs_update = True
             if needs_update:
                 await self._update_status(d)
@@ -353,10 +343,7 @@ class DeploymentController:
             else:
                 msg = f'Failed to create new replica set "{name}": {e.message}'
                 if util.has_progress_deadline(d):
-                    status = dict(util.status_of(d))
-                    util.set_condition(status, util.new_condition(util.PROGRESSING, "False",
-                                                                  util.FAILED_RS_CREATE, msg, now=now))
-                    d["status"] = status
+                    self._set_condition(d, util.PROGRESSING, "False", util.FAILED_RS_CREATE, msg)
                     with contextlib.suppress(ApiError):
                         await self._update_status(d)
                 self.recorder.event(d, "Warning", util.FAILED_RS_CREATE, msg)
@@ -366,15 +353,18 @@ class DeploymentController:
                                 f"Scaled up replica set {created['metadata']['name']} from 0 to {count}")
         needs_update = self._set_revision(d, str(new_revision))
         if not already_exists and util.has_progress_deadline(d):
-            status = dict(util.status_of(d))
-            util.set_condition(status, util.new_condition(
-                util.PROGRESSING, "True", util.NEW_REPLICA_SET,
-                f'Created new replica set "{created["metadata"]["name"]}"', now=now))
-            d["status"] = status
+            self._set_condition(d, util.PROGRESSING, "True", util.NEW_REPLICA_SET,
+                                f'Created new replica set "{created["metadata"]["name"]}"')
             needs_update = True
         if needs_update:
             await self._update_status(d)
         return created
+
+    def _set_condition(self, d: Obj, type_: str, status: str, reason: str, message: str) -> None:
+        """``SetDeploymentCondition`` on the local copy's status (a new status dict)."""
+        new_status = dict(util.status_of(d))
+        util.set_condition(new_status, util.new_condition(type_, status, reason, message, now=self.clock.rfc3339()))
+        d["status"] = util.ordered_status(new_status)
 
     @staticmethod
     def _set_revision(d: Obj, revision: str) -> bool:
