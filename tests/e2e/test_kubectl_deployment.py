@@ -254,3 +254,21 @@ def test_preferred_anti_affinity_deployment_spreads_its_replicas(
     pods = wait_until(lambda: (ps := web_pods(k)) and len(ps) == 3 and all(running_ready(p) for p in ps) and ps,
                       what="three web pods running")
     assert sorted(p["spec"]["nodeName"] for p in pods) == ["worker-1", "worker-2", "worker-3"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_rollout_status_fails_once_the_progress_deadline_is_exceeded(
+        make_cluster: Callable[..., tuple[Cluster, Kubectl]], use_kubectl: Callable[[str], None],  # noqa: F811
+        version: str) -> None:
+    use_kubectl(version)
+    _, k = make_cluster(nodes=2)
+    d = deployment(2, {})
+    d["spec"]["progressDeadlineSeconds"] = 3
+    d["spec"]["template"]["metadata"]["annotations"] = {"everynode.io/behavior": "never-ready"}
+    k.apply(d)
+    result = k.run("rollout", "status", "deployment/web", "-n", NS, "--timeout=60s", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == 'error: deployment "web" exceeded its progress deadline'
+    got = k.json("get", "deploy", "web", "-n", NS)
+    c = condition(got, "Progressing")
+    assert (c["status"], c["reason"]) == ("False", "ProgressDeadlineExceeded")
