@@ -343,3 +343,51 @@ def apply_defaults(resource_key: str, obj: Obj) -> None:
     defaulter = _DEFAULTERS.get(resource_key) or RUNTIME_DEFAULTERS.get(resource_key)
     if defaulter is not None and isinstance(obj, dict):
         defaulter(obj)
+
+
+# -- workloads (apps/v1 Deployment, ReplicaSet) ------------------------------------------------
+
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+DEFAULT_MAX_UNAVAILABLE = "25%"
+DEFAULT_MAX_SURGE = "25%"
+
+
+def _default_replica_set(obj: Obj) -> None:
+    """``SetDefaults_ReplicaSet``: one replica; the template as pods are defaulted."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    _set_if_none(spec, "replicas", 1)
+    # The template is a struct in Go, not a pointer: its pod spec is defaulted even when the
+    # request has none (a missing template is reported as missing containers, not dnsPolicy).
+    spec.setdefault("template", {})
+    _default_pod_template_holder(obj)
+
+
+def _default_deployment(obj: Obj) -> None:
+    """``SetDefaults_Deployment``: one replica, RollingUpdate 25%/25%, ten old ReplicaSets kept,
+    a 600 s progress deadline; the template as pods are defaulted."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    _set_if_none(spec, "replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.get("rollingUpdate")
+            if not isinstance(rolling, dict):
+                rolling = strategy["rollingUpdate"] = {}
+            _set_if_none(rolling, "maxUnavailable", DEFAULT_MAX_UNAVAILABLE)
+            _set_if_none(rolling, "maxSurge", DEFAULT_MAX_SURGE)
+    _set_if_none(spec, "revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
+    _set_if_none(spec, "progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE_SECONDS)
+    # The template is a struct in Go, not a pointer: its pod spec is defaulted even when the
+    # request has none (a missing template is reported as missing containers, not dnsPolicy).
+    spec.setdefault("template", {})
+    _default_pod_template_holder(obj)
+
+
+_DEFAULTERS["deployments.apps"] = _default_deployment
+_DEFAULTERS["replicasets.apps"] = _default_replica_set

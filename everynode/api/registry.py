@@ -72,6 +72,11 @@ def _status(kind: str) -> Subresource:
     return Subresource("status", kind, _STATUS_VERBS)
 
 
+def _scale() -> Subresource:
+    """``<plural>/scale``: an ``autoscaling/v1`` Scale whatever the parent's group."""
+    return Subresource("scale", "Scale", _STATUS_VERBS, group="autoscaling", version="v1")
+
+
 RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",),
                  verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
@@ -102,6 +107,11 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  "customresourcedefinition", False, ("crd", "crds"), ("api-extensions",),
                  subresources=(_status("CustomResourceDefinition"),)),
+    # Workloads (hand-written; upstream's discovery: status and an autoscaling/v1 Scale).
+    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), ("all",),
+                 subresources=(_scale(), _status("Deployment"))),
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("all",),
+                 subresources=(_scale(), _status("ReplicaSet"))),
 )
 
 def names_of(rt: ResourceType) -> list[str]:

@@ -87,7 +87,67 @@ DELETE_OPTIONS: Table = {
 EVICTION: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("deleteOptions", "msg", DELETE_OPTIONS, "")}
 BINDING: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("target", "msg", OBJECT_REFERENCE, "")}
 
+# Workloads (apps/v1, autoscaling/v1): what ``kubectl create deployment`` and the typed clients
+# send — the pod template's common fields (field numbers from core/v1 and apps/v1 generated.proto).
+LABEL_SELECTOR: Table = {
+    1: ("matchLabels", "map_ss", None, ""),
+    2: ("matchExpressions", "msg", {1: ("key", "str", None, ""), 2: ("operator", "str", None, ""),
+                                    3: ("values", "str", None, "rep")}, "rep"),
+}
+CONTAINER_PORT: Table = {
+    1: ("name", "str", None, ""), 2: ("hostPort", "int", None, ""), 3: ("containerPort", "int", None, ""),
+    4: ("protocol", "str", None, ""), 5: ("hostIP", "str", None, ""),
+}
+CONTAINER: Table = {
+    1: ("name", "str", None, ""), 2: ("image", "str", None, ""), 3: ("command", "str", None, "rep"),
+    4: ("args", "str", None, "rep"), 5: ("workingDir", "str", None, ""), 6: ("ports", "msg", CONTAINER_PORT, "rep"),
+    7: ("env", "msg", {1: ("name", "str", None, ""), 2: ("value", "str", None, "")}, "rep"),
+    8: ("resources", "msg", {1: ("limits", "map_sq", None, ""), 2: ("requests", "map_sq", None, "")}, ""),
+    13: ("terminationMessagePath", "str", None, ""), 14: ("imagePullPolicy", "str", None, ""),
+    16: ("stdin", "bool", None, ""), 17: ("stdinOnce", "bool", None, ""), 18: ("tty", "bool", None, ""),
+    20: ("terminationMessagePolicy", "str", None, ""),
+}
+POD_SPEC: Table = {
+    2: ("containers", "msg", CONTAINER, "rep"), 3: ("restartPolicy", "str", None, ""),
+    4: ("terminationGracePeriodSeconds", "int", None, "ptr"), 5: ("activeDeadlineSeconds", "int", None, "ptr"),
+    6: ("dnsPolicy", "str", None, ""), 7: ("nodeSelector", "map_ss", None, ""),
+    8: ("serviceAccountName", "str", None, ""), 10: ("nodeName", "str", None, ""),
+    11: ("hostNetwork", "bool", None, ""), 12: ("hostPID", "bool", None, ""), 13: ("hostIPC", "bool", None, ""),
+    14: ("securityContext", "msg", {}, ""), 16: ("hostname", "str", None, ""), 17: ("subdomain", "str", None, ""),
+    19: ("schedulerName", "str", None, ""), 20: ("initContainers", "msg", CONTAINER, "rep"),
+    21: ("automountServiceAccountToken", "bool", None, "ptr"), 24: ("priorityClassName", "str", None, ""),
+    25: ("priority", "int", None, "ptr"), 30: ("enableServiceLinks", "bool", None, "ptr"),
+}
+POD_TEMPLATE_SPEC: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", POD_SPEC, "")}
+DEPLOYMENT: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {
+        1: ("replicas", "int", None, "ptr"), 2: ("selector", "msg", LABEL_SELECTOR, ""),
+        3: ("template", "msg", POD_TEMPLATE_SPEC, ""),
+        4: ("strategy", "msg", {1: ("type", "str", None, ""), 2: ("rollingUpdate", "msg", {
+            1: ("maxUnavailable", "intstr", None, ""), 2: ("maxSurge", "intstr", None, "")}, "")}, ""),
+        5: ("minReadySeconds", "int", None, ""), 6: ("revisionHistoryLimit", "int", None, "ptr"),
+        7: ("paused", "bool", None, ""), 9: ("progressDeadlineSeconds", "int", None, "ptr"),
+    }, ""),
+    3: ("status", "msg", {}, ""),
+}
+REPLICA_SET: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {
+        1: ("replicas", "int", None, "ptr"), 2: ("selector", "msg", LABEL_SELECTOR, ""),
+        3: ("template", "msg", POD_TEMPLATE_SPEC, ""), 4: ("minReadySeconds", "int", None, ""),
+    }, ""),
+    3: ("status", "msg", {}, ""),
+}
+SCALE: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", {1: ("replicas", "int", None, "")}, ""),
+    3: ("status", "msg", {1: ("replicas", "int", None, ""), 2: ("selector", "str", None, "")}, ""),
+}
+
 KINDS: dict[str, Table] = {
+    "Deployment": DEPLOYMENT,
+    "ReplicaSet": REPLICA_SET,
+    "Scale": SCALE,
     "Namespace": NAMESPACE,
     "ConfigMap": CONFIG_MAP,
     "Secret": SECRET,
@@ -190,7 +250,20 @@ def _map_entry(raw: bytes, value_kind: str) -> tuple[str, Any]:
             value = v
     if value_kind == "map_ss":
         return key, _text(value)
-    return key, base64.b64encode(value).decode() if value_kind == "map_sb" else value
+    if value_kind == "map_sb":
+        return key, base64.b64encode(value).decode()
+    if value_kind == "map_sq":  # resource.Quantity {1 string}
+        return key, decode_message(value, {1: ("string", "str", None, "")}).get("string", "0")
+    return key, value
+
+
+def _int_or_string(raw: bytes) -> int | str:
+    """``intstr.IntOrString`` {1 type, 2 intVal, 3 strVal}: the JSON int or string."""
+    fields = decode_message(raw, {1: ("type", "int", None, "ptr"), 2: ("intVal", "int", None, "ptr"),
+                                  3: ("strVal", "str", None, "ptr")})
+    if fields.get("type") == 1:
+        return str(fields.get("strVal", ""))
+    return int(fields.get("intVal", 0))
 
 
 def _is_zero(value: Any) -> bool:
@@ -226,7 +299,9 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
                     decoded = orjson.loads(raw) if raw else {}
                 except orjson.JSONDecodeError:
                     raise ValueError("protobuf: invalid FieldsV1 JSON") from None
-            elif kind in ("map_ss", "map_sb"):
+            elif kind == "intstr":
+                decoded = _int_or_string(value)
+            elif kind in ("map_ss", "map_sb", "map_sq"):
                 k, v = _map_entry(value, kind)
                 out.setdefault(name, {})[k] = v
                 continue
@@ -238,7 +313,8 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
             out[name] = decoded
     # Go's omitempty: drop zero scalars that are not pointers; keep present messages.
     for name, kind, _sub, flags in table.values():
-        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "map_ss", "map_sb"):
+        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "map_ss", "map_sb",
+                                                                                      "map_sq", "intstr"):
             if _is_zero(out[name]):
                 del out[name]
     return out

@@ -747,3 +747,73 @@ def to_table(rt: ResourceType, objects: Iterable[Obj], *, now: float, resource_v
         "rows": [table_row(rt, o, now=now, include_object=include_object) for o in objects],
     }
     return table
+
+
+# --------------------------------------------------------------------------- workloads
+
+def _template_wide_cells(obj: Obj) -> list[Any]:
+    """CONTAINERS, IMAGES, SELECTOR: the wide columns every workload printer ends with."""
+    containers = _template_containers(obj)
+    return [",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers),
+            format_selector((obj.get("spec") or {}).get("selector"))]
+
+
+def _template_wide_columns(spec_definition: str) -> list[dict[str, Any]]:
+    return [
+        _col("Containers", "string", "Names of each container in the template.", priority=1),
+        _col("Images", "string", "Images referenced by each container in the template.", priority=1),
+        _col("Selector", "string", _doc(spec_definition, "selector"), priority=1),
+    ]
+
+
+def _deployment_columns() -> list[dict[str, Any]]:
+    st = "io.k8s.api.apps.v1.DeploymentStatus"
+    return [
+        _name_col(),
+        _col("Ready", "string", "Number of the pod with ready state"),
+        _col("Up-to-date", "string", _doc(st, "updatedReplicas")),
+        _col("Available", "string", _doc(st, "availableReplicas")),
+        _age_col(),
+        *_template_wide_columns("io.k8s.api.apps.v1.DeploymentSpec"),
+    ]
+
+
+def _deployment_cells(obj: Obj, now: float) -> list[Any]:
+    status = obj.get("status") or {}
+    desired = int((obj.get("spec") or {}).get("replicas") or 0)
+    return [
+        _meta(obj).get("name", ""),
+        f"{int(status.get('readyReplicas') or 0)}/{desired}",
+        int(status.get("updatedReplicas") or 0),
+        int(status.get("availableReplicas") or 0),
+        _age(obj, now),
+        *_template_wide_cells(obj),
+    ]
+
+
+def _replica_set_columns() -> list[dict[str, Any]]:
+    st = "io.k8s.api.apps.v1.ReplicaSetStatus"
+    return [
+        _name_col(),
+        _col("Desired", "integer", _doc("io.k8s.api.apps.v1.ReplicaSetSpec", "replicas")),
+        _col("Current", "integer", _doc(st, "replicas")),
+        _col("Ready", "integer", _doc(st, "readyReplicas")),
+        _age_col(),
+        *_template_wide_columns("io.k8s.api.apps.v1.ReplicaSetSpec"),
+    ]
+
+
+def _replica_set_cells(obj: Obj, now: float) -> list[Any]:
+    status = obj.get("status") or {}
+    return [
+        _meta(obj).get("name", ""),
+        int((obj.get("spec") or {}).get("replicas") or 0),
+        int(status.get("replicas") or 0),
+        int(status.get("readyReplicas") or 0),
+        _age(obj, now),
+        *_template_wide_cells(obj),
+    ]
+
+
+PRINTERS["deployments.apps"] = (_deployment_columns, _deployment_cells)
+PRINTERS["replicasets.apps"] = (_replica_set_columns, _replica_set_cells)

@@ -63,6 +63,8 @@ MONITORED: tuple[str, ...] = (
     "configmaps",
     "secrets",
     "serviceaccounts",
+    "deployments.apps",
+    "replicasets.apps",
 )
 
 FOREGROUND = "foregroundDeletion"

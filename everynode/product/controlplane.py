@@ -30,7 +30,8 @@ from everynode.storage.private import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
-COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints")
+COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints",
+              "deployment", "replicaset")
 
 Progress = Callable[[str], None]
 
@@ -288,6 +289,16 @@ class ControlPlane:
             self.components["daemonset"] = DaemonSetController(client, clock=clock, informers=self.informers,
                                                                recorder=recorder("daemonset-controller"),
                                                                full_resync_period=self._full_resync_period())
+        if "replicaset" in enabled:
+            from everynode.controllers.replicaset import ReplicaSetController
+
+            self.components["replicaset"] = ReplicaSetController(client, clock=clock, informers=self.informers,
+                                                                 recorder=recorder("replicaset-controller"))
+        if "deployment" in enabled:
+            from everynode.controllers.deployment.controller import DeploymentController
+
+            self.components["deployment"] = DeploymentController(client, clock=clock, informers=self.informers,
+                                                                 recorder=recorder("deployment-controller"))
         for name, component in self.components.items():
             say(f"starting {name}")
             try:

@@ -83,6 +83,8 @@ FLAGS = {
     "leases.coordination.k8s.io": (True, False, False),
     "daemonsets.apps": (False, False, True),
     "customresourcedefinitions.apiextensions.k8s.io": (False, False, True),
+    "deployments.apps": (False, False, True),
+    "replicasets.apps": (False, False, True),
 }
 
 

@@ -20,6 +20,9 @@ from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry.apiextensions.customresourcedefinition import CustomResourceDefinitionStore
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
+from everynode.apiserver.registry.apps.deployment import DeploymentStrategy
+from everynode.apiserver.registry.apps.replicaset import ReplicaSetStrategy
+from everynode.apiserver.registry.apps.scale import ScalableStore
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
@@ -47,6 +50,8 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
         with_strategy("leases.coordination.k8s.io", Strategy(allow_create_on_update=True)),
         CustomResourceDefinitionStore(resource("customresourcedefinitions.apiextensions.k8s.io"), ctx),
+        ScalableStore(resource("deployments.apps"), ctx, DeploymentStrategy()),
+        ScalableStore(resource("replicasets.apps"), ctx, ReplicaSetStrategy()),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]

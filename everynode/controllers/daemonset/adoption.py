@@ -48,8 +48,8 @@ def aggregate_message(errors: list[Exception]) -> str:
     return "[" + ", ".join(str(e) for e in errors) + "]"
 
 
-def adopt_patch(owner: Obj, obj: Obj) -> Obj:
-    return {"metadata": {"ownerReferences": [make_controller_ref(owner, api_version="apps/v1", kind="DaemonSet")],
+def adopt_patch(owner: Obj, obj: Obj, *, owner_kind: str = "DaemonSet") -> Obj:
+    return {"metadata": {"ownerReferences": [make_controller_ref(owner, api_version="apps/v1", kind=owner_kind)],
                          "uid": obj["metadata"].get("uid")}}
 
 
@@ -59,12 +59,18 @@ def release_patch(owner: Obj, obj: Obj) -> Obj:
 
 
 class Claimer:
-    """One claim pass for one DaemonSet (``ControllerRefManager``); create one per sync."""
+    """One claim pass for one owner (``ControllerRefManager``); create one per sync.
 
-    def __init__(self, client: Client, owner: Obj, selector: LabelSelector) -> None:
+    The owner is a DaemonSet unless ``owner_resource``/``owner_kind`` say otherwise (the
+    ReplicaSet and Deployment controllers claim with the same rules)."""
+
+    def __init__(self, client: Client, owner: Obj, selector: LabelSelector, *,
+                 owner_resource: str = DAEMONSETS, owner_kind: str = "DaemonSet") -> None:
         self.client = client
         self.owner = owner
         self.selector = selector
+        self.owner_resource = owner_resource
+        self.owner_kind = owner_kind
         self._can_adopt_error: Exception | None = None
         self._checked = False
         md = owner["metadata"]
@@ -78,10 +84,10 @@ class Claimer:
             self._checked = True
             md = self.owner["metadata"]
             try:
-                fresh = await self.client.get(DAEMONSETS, md["name"], namespace=self.namespace)
+                fresh = await self.client.get(self.owner_resource, md["name"], namespace=self.namespace)
                 fmd = fresh.get("metadata") or {}
                 if fmd.get("uid") != self.uid:
-                    raise ValueError(f"original DaemonSet {self.namespace}/{md['name']} is gone: got uid "
+                    raise ValueError(f"original {self.owner_kind} {self.namespace}/{md['name']} is gone: got uid "
                                      f"{fmd.get('uid')}, wanted {self.uid}")
                 if fmd.get("deletionTimestamp"):
                     raise ValueError(f"{self.namespace}/{md['name']} has just been deleted at "
@@ -157,8 +163,8 @@ class Claimer:
             await self._can_adopt()
         except (ApiError, ValueError) as e:
             raise ValueError(f"can't adopt {kind} {md.get('namespace') or ''}/{md['name']} ({md.get('uid')}): {e}") from e
-        return await self.client.patch(resource, md["name"], adopt_patch(self.owner, obj), namespace=self.namespace,
-                                       patch_type="strategic")
+        return await self.client.patch(resource, md["name"], adopt_patch(self.owner, obj, owner_kind=self.owner_kind),
+                                       namespace=self.namespace, patch_type="strategic")
 
 
 ClaimFunc = Callable[[Iterable[Obj]], Awaitable[list[Obj]]]
