@@ -58,7 +58,7 @@ class ControlPlaneConfig:
     # How the simulated kubelets prove liveness: "writes" (Lease renewals and status reports at
     # upstream's pace), "modelled" (no write that would change nothing but a heartbeat time; node
     # lifecycle takes liveness from the kubelet simulation, with the same decisions — see
-    # everynode/kubelet/simulator.py), or "auto": modelled on a virtual-time loop, else writes.
+    # everynode/kubelet/nodeagent.py), or "auto": modelled on a virtual-time loop, else writes.
     heartbeats: str = "auto"
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor

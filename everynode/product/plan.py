@@ -72,7 +72,7 @@ from everynode.controllers.daemonset.eligibility import (
     target_node_or_none,
     update_budgets,
 )
-from everynode.kubelet.simulator import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
+from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
 from everynode.product.plan_load import LoadError, load_snapshot, node_copy, node_ready
 from everynode.product.waiting import rolled_out

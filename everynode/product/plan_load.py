@@ -39,7 +39,7 @@ from typing import Any
 
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
-from everynode.kubelet.simulator import EXTERNAL, KUBELET_ANNOTATION, STOPPED
+from everynode.kubelet.nodeagent import EXTERNAL, KUBELET_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects
 
 Obj = dict[str, Any]
