@@ -42,10 +42,11 @@ import orjson
 from everynode.api.errors import ApiError
 from everynode.api.pod import TERMINAL_PHASES
 from everynode.client.base import Client
-from everynode.client.events import NORMAL, WARNING, EventRecorder
+from everynode.client.events import EventRecorder
 from everynode.client.informer import Informer
 from everynode.clock import Clock
-from everynode.kubelet import addresses, podstatus
+from everynode.kubelet import addresses, containerevents, podstatus
+from everynode.kubelet.containerevents import ContainerEvent
 from everynode.kubelet.downward import RESOLVED_ENV_ANNOTATION, has_env, resolve_environment
 from everynode.kubelet.nodeagent import NodeState
 
@@ -306,6 +307,8 @@ class PodLifecycle:
         self._wake()
 
     def _start_termination(self, ps: PodState, pod: Obj) -> None:
+        if ps.stage == "running" or (ps.stage == "cycle" and self._behavior(pod) == "crash-loop"):
+            self._events(ps, pod, [containerevents.killing(c) for c in (pod.get("spec") or {}).get("containers") or ()])
         ps.deleting = True
         if ps.timer is not None:
             ps.timer.cancel()
@@ -333,7 +336,7 @@ class PodLifecycle:
             await self._remove(ps)
             return
         if ps.stage == "new":
-            startup = _seconds(_annotation(pod, STARTUP_ANNOTATION), self.pod_startup)
+            startup = self._startup(pod)
             if startup > 0:
                 await self._write_pending(ps, pod, ns)
                 ps.stage = "creating"
@@ -395,9 +398,11 @@ class PodLifecycle:
             await self._patch_status(ps, status)
             ps.stage = "cycle"
             ps.restarts = 0
-            self._event(pod, WARNING, "Failed", "Error: ErrImagePull")
+            for c in spec.get("containers") or ():
+                self._events(ps, pod, containerevents.pull_failed(c, reason="ErrImagePull"))
             self._set_timer(ps, PULL_FAIL_SECONDS)
             return
+        self._containers_started(ps, pod)
         if behavior == "fail" or (behavior == "crash-loop" and restart_never):
             status["phase"] = "Failed"
             status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=False, ready=False, failed=True)
@@ -410,9 +415,6 @@ class PodLifecycle:
         await self._patch_status(ps, status)
         if has_env(pod):
             await self._record_env(ps, pod, status)
-        if self.pod_events:
-            for c in spec.get("containers") or ():
-                self._event(pod, NORMAL, "Started", f"Started container {c.get('name', '')}")
         if behavior == "crash-loop":
             ps.stage = "cycle"
             ps.crash_started = now
@@ -434,13 +436,16 @@ class PodLifecycle:
                     spec, ps.uid, reason="ImagePullBackOff", message='Back-off pulling image "{image}"')
                 ps.restarts += 1
                 await self._patch_status(ps, status)
-                self._event(pod, NORMAL, "BackOff", "Back-off pulling image")
+                for c in spec.get("containers") or ():
+                    self._events(ps, pod, containerevents.pull_failed(c, reason="ImagePullBackOff"))
                 self._set_timer(ps, backoff_delay(ps.restarts))
             else:
                 status["containerStatuses"] = podstatus.waiting_statuses(
                     spec, ps.uid, reason="ErrImagePull",
                     message='failed to pull and unpack image "{image}": simulated pull failure (everynode.io/behavior)')
                 await self._patch_status(ps, status)
+                for c in spec.get("containers") or ():
+                    self._events(ps, pod, containerevents.pull_failed(c, reason="ErrImagePull"))
                 self._set_timer(ps, PULL_FAIL_SECONDS)
             return
         if behavior != "crash-loop":
@@ -471,7 +476,8 @@ class PodLifecycle:
             status["containerStatuses"] = statuses
             ps.restarts += 1
             await self._patch_status(ps, status)
-            self._event(pod, WARNING, "BackOff", "Back-off restarting failed container")
+            self._events(ps, pod, [containerevents.restart_backoff(c, pod_name=ps.name, namespace=ps.namespace,
+                                                                   uid=ps.uid) for c in spec.get("containers") or ()])
             self._set_timer(ps, delay)
         else:
             # Back-off over: the container runs again (and will crash again).
@@ -482,6 +488,8 @@ class PodLifecycle:
                                                                      restart=ps.restarts, last_state=last_state)
             ps.crash_started = now
             await self._patch_status(ps, status)
+            self._events(ps, pod, [ev for c in spec.get("containers") or ()
+                                   for ev in containerevents.started(c, pull_seconds=self._startup(pod))])
             self._set_timer(ps, CRASH_AFTER)
 
     async def _record_env(self, ps: PodState, pod: Obj, status: Obj) -> None:
@@ -509,9 +517,22 @@ class PodLifecycle:
             if e.code not in (404, 409):
                 raise
 
-    def _event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+    def _startup(self, pod: Obj) -> float:
+        return _seconds(_annotation(pod, STARTUP_ANNOTATION), self.pod_startup)
+
+    def _containers_started(self, ps: PodState, pod: Obj) -> None:
+        spec = pod.get("spec") or {}
+        pull = self._startup(pod)
+        events = [ev for c in spec.get("initContainers") or ()
+                  for ev in containerevents.started(c, pull_seconds=pull, init=True)]
+        events += [ev for c in spec.get("containers") or () for ev in containerevents.started(c, pull_seconds=pull)]
+        self._events(ps, pod, events)
+
+    def _events(self, ps: PodState, pod: Obj, events: list[ContainerEvent]) -> None:
+        """Record container events as the pod's node's kubelet (source host = node name)."""
         if self.pod_events:
-            self.recorder.event(pod, type_, reason, message)
+            for ev in events:
+                self.recorder.event(pod, ev.type, ev.reason, ev.message, host=ps.node, field_path=ev.field_path)
 
 
 
