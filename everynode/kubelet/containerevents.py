@@ -68,20 +68,23 @@ def image_size(image: str) -> int:
     return 10_000_000 + int(hashlib.sha256(image.encode()).hexdigest()[:8], 16) % 100_000_000
 
 
+def image_present(container: Obj, *, pull_seconds: float, init: bool = False) -> list[ContainerEvent]:
+    """The container's image is there: pulled (``Always``) or found cached (see the docstring)."""
+    image, path = container.get("image") or "", field_path(container, init=init)
+    if pull_policy(container) != "Always":
+        return [ContainerEvent(NORMAL, "Pulled", f'Container image "{image}" already present on machine', path)]
+    d = go_duration(pull_seconds)
+    return [ContainerEvent(NORMAL, "Pulling", f'Pulling image "{image}"', path),
+            ContainerEvent(NORMAL, "Pulled", f'Successfully pulled image "{image}" in {d} ({d} including '
+                                             f"waiting). Image size: {image_size(image)} bytes.", path)]
+
+
 def started(container: Obj, *, pull_seconds: float, init: bool = False) -> list[ContainerEvent]:
-    """A container was (re)started: the image event, ``Created``, ``Started``."""
-    name, image, path = container.get("name", ""), container.get("image") or "", field_path(container, init=init)
-    out: list[ContainerEvent] = []
-    if pull_policy(container) == "Always":
-        d = go_duration(pull_seconds)
-        out.append(ContainerEvent(NORMAL, "Pulling", f'Pulling image "{image}"', path))
-        out.append(ContainerEvent(NORMAL, "Pulled", f'Successfully pulled image "{image}" in {d} ({d} including '
-                                                    f"waiting). Image size: {image_size(image)} bytes.", path))
-    else:
-        out.append(ContainerEvent(NORMAL, "Pulled", f'Container image "{image}" already present on machine', path))
-    out.append(ContainerEvent(NORMAL, "Created", f"Created container: {name}", path))
-    out.append(ContainerEvent(NORMAL, "Started", f"Started container {name}", path))
-    return out
+    """A container was (re)started: the image events, ``Created``, ``Started``."""
+    name, path = container.get("name", ""), field_path(container, init=init)
+    return [*image_present(container, pull_seconds=pull_seconds, init=init),
+            ContainerEvent(NORMAL, "Created", f"Created container: {name}", path),
+            ContainerEvent(NORMAL, "Started", f"Started container {name}", path)]
 
 
 def pull_failed(container: Obj, *, reason: str) -> list[ContainerEvent]:
@@ -111,6 +114,6 @@ def killing(container: Obj) -> ContainerEvent:
     return ContainerEvent(NORMAL, "Killing", f"Stopping container {container.get('name', '')}", field_path(container))
 
 
-def config_error(container: Obj, message: str) -> ContainerEvent:
+def config_error(container: Obj, message: str, *, init: bool = False) -> ContainerEvent:
     """The container's configuration could not be made (``CreateContainerConfigError``)."""
-    return ContainerEvent(WARNING, "Failed", f"Error: {message}", field_path(container))
+    return ContainerEvent(WARNING, "Failed", f"Error: {message}", field_path(container, init=init))

@@ -45,10 +45,11 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import Informer
 from everynode.clock import Clock
-from everynode.kubelet import addresses, containerevents, podstatus
-from everynode.kubelet.containerevents import ContainerEvent
+from everynode.kubelet import addresses, containerevents, mounts, podstatus
+from everynode.kubelet.containerevents import WARNING, ContainerEvent
 from everynode.kubelet.downward import RESOLVED_ENV_ANNOTATION, has_env, resolve_environment
 from everynode.kubelet.nodeagent import NodeState
+from everynode.kubelet.referenced import ReferencedObjects
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,12 @@ PULL_FAIL_SECONDS = 1.0  # ErrImagePull shows this long before ImagePullBackOff
 # API errors after which a pod's step is retried in a second (others end the step: the next
 # event about the pod starts it again).
 RETRIED_CODES = (409, 429, 500, 503, 504)
+# A volume that fails to mount is retried with the reconciler's exponential back-off
+# (nestedpendingoperations: 500 ms doubling to 2m2s); a container whose configuration cannot be
+# made is retried when the pod worker re-syncs it after an error (backOffPeriod, 10 s).
+MOUNT_RETRY_INITIAL = 0.5
+MOUNT_RETRY_MAX = 122.0
+CONFIG_RETRY = 10.0
 
 
 def _annotation(obj: Obj, key: str) -> str | None:
@@ -81,6 +88,11 @@ def _seconds(text: str | None, default: float) -> float:
     return v if v >= 0 else default
 
 
+def mount_retry_delay(attempts: int) -> float:
+    """Seconds before mount attempt number ``attempts + 1`` (0.5 s doubling, capped at 2m2s)."""
+    return min(MOUNT_RETRY_INITIAL * (2 ** max(attempts - 1, 0)), MOUNT_RETRY_MAX)
+
+
 def backoff_delay(restarts: int) -> float:
     """Kubelet back-off before restart number ``restarts + 1``: 10 s doubling, capped at 5 min."""
     return min(BACKOFF_INITIAL * (2 ** max(restarts - 1, 0)), BACKOFF_MAX) if restarts > 0 else BACKOFF_INITIAL
@@ -90,7 +102,7 @@ class PodState:
     """One pod bound to a simulated node: where it is in its lifecycle, its timer, restarts, IP."""
 
     __slots__ = ("key", "namespace", "name", "uid", "node", "stage", "timer", "restarts", "host", "ip",
-                 "started_at", "deleting", "busy", "dirty", "crash_started")
+                 "started_at", "deleting", "busy", "dirty", "crash_started", "attempts", "blocked")
 
     def __init__(self, key: str, namespace: str, name: str, uid: str, node: str) -> None:
         self.key = key
@@ -108,6 +120,8 @@ class PodState:
         self.deleting = False
         self.busy = False
         self.dirty = False
+        self.attempts = 0  # failed mount / container-config attempts in a row (the retry back-off)
+        self.blocked = False  # its Pending status for a failed mount is written
 
 
 
@@ -119,7 +133,7 @@ class PodLifecycle:
 
     def __init__(self, client: Client, *, clock: Clock, nodes: dict[str, NodeState],
                  node_obj: Callable[[str], Obj | None], wake: Callable[[], None], recorder: EventRecorder,
-                 pod_startup: float = 1.0, pod_events: bool = True) -> None:
+                 objects: ReferencedObjects, pod_startup: float = 1.0, pod_events: bool = True) -> None:
         self.client = client
         self.clock = clock
         self.nodes = nodes
@@ -128,6 +142,7 @@ class PodLifecycle:
         self.recorder = recorder
         self.pod_startup = pod_startup
         self.pod_events = pod_events
+        self.objects = objects
         self.pods: dict[str, PodState] = {}
         self.ready: collections.deque[str] = collections.deque()
         self.informer: Informer | None = None
@@ -160,6 +175,7 @@ class PodLifecycle:
         """The node went away: forget its pods (their IPs went with it)."""
         for key in list(ns.pods):
             ps = self.pods.pop(key, None)
+            self.objects.forget(key)
             if ps is not None and ps.timer is not None:
                 ps.timer.cancel()
 
@@ -236,6 +252,7 @@ class PodLifecycle:
         ps = self.pods.pop(key, None)
         if ps is None:
             return
+        self.objects.forget(key)
         if ps.timer is not None:
             ps.timer.cancel()
         ns = self.nodes.get(ps.node)
@@ -310,6 +327,7 @@ class PodLifecycle:
         if ps.stage == "running" or (ps.stage == "cycle" and self._behavior(pod) == "crash-loop"):
             self._events(ps, pod, [containerevents.killing(c) for c in (pod.get("spec") or {}).get("containers") or ()])
         ps.deleting = True
+        self.objects.forget(ps.key)
         if ps.timer is not None:
             ps.timer.cancel()
             ps.timer = None
@@ -336,6 +354,8 @@ class PodLifecycle:
             await self._remove(ps)
             return
         if ps.stage == "new":
+            if mounts.refers_to_objects(pod) and not await self._mounted(ps, pod, ns):
+                return
             startup = self._startup(pod)
             if startup > 0:
                 await self._write_pending(ps, pod, ns)
@@ -348,6 +368,71 @@ class PodLifecycle:
             return
         if ps.stage == "cycle":
             await self._cycle(ps, pod, ns)
+
+    # -- what the pod mounts and refers to ------------------------------------------------------
+
+    def wake(self, key: str) -> None:
+        """An object ``key``'s pod waited for appeared: retry it now (``ReferencedObjects`` calls this)."""
+        ps = self.pods.get(key)
+        if ps is not None and not ps.deleting and ps.stage in ("new", "creating"):
+            if ps.timer is not None:
+                ps.timer.cancel()
+                ps.timer = None
+            self._enqueue(ps)
+
+    def _retry(self, ps: PodState, pod: Obj, waits_for: tuple[mounts.Ref, ...], delay: float) -> None:
+        self.objects.wait(ps.key, ps.namespace, waits_for)
+        ps.attempts += 1
+        self._set_timer(ps, delay)
+
+    async def _mounted(self, ps: PodState, pod: Obj, ns: NodeState) -> bool:
+        """Whether every volume can be set up; if not, the pod stays Pending/ContainerCreating with
+        a ``FailedMount`` event and waits (for the object, or the retry back-off)."""
+        if not self.objects.synced:  # the caches are filling: not a verdict yet
+            self._set_timer(ps, MOUNT_RETRY_INITIAL)
+            return False
+        failed = mounts.mount_failure(pod, self.objects.lookup)
+        if failed is None:
+            self.objects.forget(ps.key)
+            ps.attempts = 0
+            return True
+        volume, failure = failed
+        if not ps.blocked:
+            await self._write_pending(ps, pod, ns)
+            ps.blocked = True
+        self._events(ps, pod, [ContainerEvent(WARNING, "FailedMount", mounts.mount_message(volume, failure), "")])
+        self._retry(ps, pod, failure.waits_for, mount_retry_delay(ps.attempts + 1))
+        return False
+
+    async def _configured(self, ps: PodState, pod: Obj, status: Obj, now: str) -> bool:
+        """Whether every container's environment can be made; if not, the container waits in
+        ``CreateContainerConfigError`` (sandbox and IP exist) and the pod retries later."""
+        if not self.objects.synced:
+            self._set_timer(ps, MOUNT_RETRY_INITIAL)
+            return False
+        spec = pod.get("spec") or {}
+        for group in ("initContainers", "containers"):
+            for c in spec.get(group) or ():
+                failure = mounts.env_failure(pod, c, self.objects.lookup)
+                if failure is None:
+                    continue
+                status["phase"] = "Pending"
+                status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=True, ready=False)
+                statuses = podstatus.waiting_statuses(spec, ps.uid, reason="ContainerCreating")
+                for s in statuses:
+                    if s["name"] == c.get("name"):
+                        s["state"] = {"waiting": {"reason": "CreateContainerConfigError", "message": failure.message}}
+                status["containerStatuses"] = statuses
+                if current_waiting(pod, c.get("name") or "") != ("CreateContainerConfigError", failure.message):
+                    await self._patch_status(ps, status)
+                init = group == "initContainers"
+                self._events(ps, pod, [*containerevents.image_present(c, pull_seconds=self._startup(pod), init=init),
+                                       containerevents.config_error(c, failure.message, init=init)])
+                self._retry(ps, pod, failure.waits_for, CONFIG_RETRY)
+                return False
+        self.objects.forget(ps.key)
+        ps.attempts = 0
+        return True
 
     # -- the writes -----------------------------------------------------------------------------
 
@@ -401,6 +486,8 @@ class PodLifecycle:
             for c in spec.get("containers") or ():
                 self._events(ps, pod, containerevents.pull_failed(c, reason="ErrImagePull"))
             self._set_timer(ps, PULL_FAIL_SECONDS)
+            return
+        if mounts.refers_to_objects(pod) and not await self._configured(ps, pod, status, now):
             return
         self._containers_started(ps, pod)
         if behavior == "fail" or (behavior == "crash-loop" and restart_never):
@@ -535,6 +622,15 @@ class PodLifecycle:
                 self.recorder.event(pod, ev.type, ev.reason, ev.message, host=ps.node, field_path=ev.field_path)
 
 
+
+
+def current_waiting(pod: Obj, container: str) -> tuple[str, str] | None:
+    """(reason, message) of the container's waiting state as the pod's status has it."""
+    for s in (pod.get("status") or {}).get("containerStatuses") or ():
+        if s.get("name") == container:
+            w = (s.get("state") or {}).get("waiting")
+            return (w.get("reason") or "", w.get("message") or "") if w else None
+    return None
 
 
 def _duration(seconds: float) -> str:

@@ -2,8 +2,9 @@
 
 A kubelet has two jobs a cluster can see, and they live in two modules: the node's own status
 and Lease heartbeats (:mod:`everynode.kubelet.nodeagent`) and the lifecycle of the pods bound to
-it (:mod:`everynode.kubelet.podlifecycle`).  This module only joins them: it subscribes both to
-the shared node and pod informers, connects the node agent's "node adopted/resumed/gone" hooks to
+it (:mod:`everynode.kubelet.podlifecycle`), which asks :mod:`everynode.kubelet.referenced` for the
+ConfigMaps, Secrets and ServiceAccounts its pods mount.  This module only joins them: it subscribes
+them to the shared informers, connects the node agent's "node adopted/resumed/gone" hooks to
 the pod half, and runs the few writer tasks that perform their API writes.
 
 Why one pool of writers for both: node adoption and pod steps are the simulation's bursty writes
@@ -26,6 +27,7 @@ from everynode.client.informer import Informer, SharedInformerFactory
 from everynode.clock import Clock
 from everynode.kubelet.nodeagent import STATUS_REPORT_INTERVAL, YIELD_EVERY, NodeAgent, NodeState
 from everynode.kubelet.podlifecycle import PodLifecycle, PodState
+from everynode.kubelet.referenced import ReferencedObjects
 
 Obj = dict[str, Any]
 
@@ -53,9 +55,10 @@ class KubeletSimulator:
         self.agent = NodeAgent(client, clock=clock, wake=self._wake.set, lease_duration=lease_duration,
                                heartbeat_interval=heartbeat_interval, status_report_interval=status_report_interval,
                                modelled=self.modelled)
+        self.objects = ReferencedObjects(self.informers, wake=lambda key: self.lifecycle.wake(key))
         self.lifecycle = PodLifecycle(client, clock=clock, nodes=self.agent.nodes, node_obj=self.agent.node_obj,
-                                      wake=self._wake.set, recorder=self.recorder, pod_startup=pod_startup,
-                                      pod_events=pod_events)
+                                      wake=self._wake.set, recorder=self.recorder, objects=self.objects,
+                                      pod_startup=pod_startup, pod_events=pod_events)
         self.agent.on_node_resumed = self.lifecycle.resume_node
         self.agent.on_node_dropped = self.lifecycle.drop_node
         self._tasks: list[asyncio.Task[Any]] = []
@@ -73,6 +76,7 @@ class KubeletSimulator:
         self._pod_informer = self.informers.informer("pods")
         self._regs.append(self.agent.start(self._node_informer))
         self._regs.append(self.lifecycle.start(self._pod_informer))
+        self._regs.extend(self.objects.start())
         self.informers.start()
         for i in range(WRITERS):
             self._tasks.append(loop.create_task(self._writer(), name=f"kubelet-writer-{i}"))
