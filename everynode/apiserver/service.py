@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everynode.api import errors
 from everynode.api.registry import ResourceType, resource
@@ -43,6 +43,9 @@ from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.table import Registry, builtin_stores
 from everynode.clock import Clock
 from everynode.storage.base import Predicate, Store, WatchEvent
+
+if TYPE_CHECKING:
+    from everynode.apiserver.registry.core.pod.log import ContainerLogSource
 
 __all__ = ["ApiService", "RequestOptions"]
 
@@ -63,6 +66,9 @@ class ApiService:
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
                                      bookmark_interval=bookmark_interval, ready=self._ready)
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
+        # Who answers pods/{name}/log for the nodes (the kubelet simulation, wired by the control
+        # plane); None: every node's kubelet is unreachable (registry/core/pod/log.py).
+        self.container_logs: ContainerLogSource | None = None
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None
 

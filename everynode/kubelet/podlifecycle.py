@@ -45,7 +45,7 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import Informer
 from everynode.clock import Clock
-from everynode.kubelet import addresses, containerevents, mounts, podstatus
+from everynode.kubelet import addresses, containerevents, containerlog, mounts, podstatus
 from everynode.kubelet.containerevents import WARNING, ContainerEvent
 from everynode.kubelet.downward import RESOLVED_ENV_ANNOTATION, has_env, resolve_environment
 from everynode.kubelet.nodeagent import NodeState
@@ -170,6 +170,39 @@ class PodLifecycle:
         node = self._node_obj((pod.get("spec") or {}).get("nodeName") or "")
         allocatable = ((node or {}).get("status") or {}).get("allocatable") or {}
         return resolve_environment(pod, allocatable=allocatable)
+
+    def container_log(self, pod: Obj, container: str, *, previous: bool = False,
+                      container_id: str | None = None) -> tuple[str, list[tuple[str, str]], bool] | None:
+        """The log of one run of a container (``ContainerLogSource`` of the API server's
+        ``pods/log``): None for a pod of a node this simulation does not run."""
+        if (pod.get("spec") or {}).get("nodeName") not in self.nodes:
+            return None
+        if container_id is not None:
+            attempt = containerlog.find_attempt(pod, container, container_id)
+            if attempt is None:
+                return None
+        else:
+            attempt = containerlog.select_attempt(pod, container, previous=previous)
+        lines = containerlog.log_lines(pod, container, attempt, env=self._resolved_env(pod, container),
+                                       behavior=self._behavior(pod))
+        return attempt.container_id, lines, attempt.running
+
+    def _resolved_env(self, pod: Obj, container: str) -> dict[str, str]:
+        """The container's environment as recorded at its start (else as it would be now), in
+        the order the spec defines it."""
+        text = _annotation(pod, RESOLVED_ENV_ANNOTATION)
+        env: dict[str, str] | None = None
+        if text:
+            try:
+                env = (orjson.loads(text) or {}).get(container)
+            except orjson.JSONDecodeError:
+                env = None
+        if env is None:
+            env = self.environment(pod).get(container) or {}
+        spec = pod.get("spec") or {}
+        order = [v.get("name") for g in ("initContainers", "containers") for c in spec.get(g) or ()
+                 if c.get("name") == container for v in c.get("env") or ()]
+        return {k: env[k] for k in dict.fromkeys([*order, *env]) if k in env}
 
     def drop_node(self, ns: NodeState) -> None:
         """The node went away: forget its pods (their IPs went with it)."""

@@ -134,6 +134,11 @@ class KubeletSimulator:
         """The environment each container of ``pod`` sees (Downward API resolved)."""
         return self.lifecycle.environment(pod)
 
+    def container_log(self, pod: Obj, container: str, *, previous: bool = False,
+                      container_id: str | None = None) -> tuple[str, list[tuple[str, str]], bool] | None:
+        """The simulated container's log (what ``kubectl logs`` shows; see ``containerlog.py``)."""
+        return self.lifecycle.container_log(pod, container, previous=previous, container_id=container_id)
+
     def node_ip(self, name: str) -> str | None:
         return self.agent.node_ip(name)
 

@@ -283,6 +283,8 @@ class ControlPlane:
                                        recorder=recorder("kubelet", kubelet_client), heartbeat_interval=cfg.heartbeat_interval,
                                        lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
             self.components["kubelet"] = kubelet
+            assert self.service is not None
+            self.service.container_logs = kubelet  # pods/{name}/log asks the node's kubelet
             if kubelet.modelled and "node-lifecycle" in self.components:
                 self.components["node-lifecycle"].use_heartbeat_model(kubelet)
         if "daemonset" in enabled:
