@@ -169,7 +169,7 @@ class PodLifecycle:
         """The environment each container of ``pod`` sees (Downward API resolved)."""
         node = self._node_obj((pod.get("spec") or {}).get("nodeName") or "")
         allocatable = ((node or {}).get("status") or {}).get("allocatable") or {}
-        return resolve_environment(pod, allocatable=allocatable)
+        return resolve_environment(pod, allocatable=allocatable, lookup=self.objects.lookup)
 
     def container_log(self, pod: Obj, container: str, *, previous: bool = False,
                       container_id: str | None = None) -> tuple[str, list[tuple[str, str]], bool] | None:

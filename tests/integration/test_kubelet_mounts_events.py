@@ -4,6 +4,7 @@ events (in virtual time, against the in-process API)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from everynode.virtualtime import run_virtual
@@ -133,6 +134,34 @@ def test_env_reference_errors_are_create_container_config_errors() -> None:
                 return (await c.get_pod("nocm"))["status"]["phase"] == "Running"
 
             await eventually(running, timeout=5)
+            resolved = json.loads((await c.get_pod("nocm"))["metadata"]["annotations"]["everynode.io/resolved-env"])
+            assert resolved == {"c": {"X": "v"}}
+
+    run_virtual(main())
+
+
+def test_environment_from_configmaps_is_resolved_and_secret_values_never_recorded() -> None:
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1")
+            await configmap(c, "settings", {"LEVEL": "debug", "MODE": "a"})
+            await c.client.create("secrets", {"apiVersion": "v1", "kind": "Secret", "data": {"pw": "c2VjcmV0"},
+                                              "metadata": {"name": "creds", "namespace": "default"}})
+            await make_pod(c, "p", env_from=[{"configMapRef": {"name": "settings"}, "prefix": "APP_"}],
+                           env=[{"name": "APP_MODE", "value": "b"},
+                                {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "pw"}}},
+                                {"name": "ONE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "LEVEL"}}}])
+
+            async def recorded() -> bool:
+                return "everynode.io/resolved-env" in ((await c.get_pod("p"))["metadata"].get("annotations") or {})
+
+            await eventually(recorded)
+            pod = await c.get_pod("p")
+            resolved = json.loads(pod["metadata"]["annotations"]["everynode.io/resolved-env"])
+            assert resolved == {"c": {"APP_LEVEL": "debug", "APP_MODE": "b", "ONE": "debug"}}
+            log = c.kubelet.container_log(pod, "c")
+            assert log is not None
+            assert "secret" not in " ".join(text for _, text in log[1])
 
     run_virtual(main())
 
