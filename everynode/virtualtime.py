@@ -25,11 +25,18 @@ Choices and trade-offs:
 * Determinism: the loop's order is a function of the timers and callbacks scheduled, so a run
   that takes time only from the loop (``virtual_clock``) and randomness only from seeded
   sources repeats exactly.  Real sockets break this; the in-process transport needs none.
+* Timers due at the same instant run in the order they were scheduled.  asyncio's heap compares
+  timers by time alone, so ties come out in whatever order the heap's shape gives — and that
+  shape depends on every other timer in it: arming one far-future timer differently (a
+  controller's safety-net period) reordered the kubelets' simultaneous start-ups.  In virtual
+  time ties are the rule (every node's pod starts S seconds after the same instant), so a
+  sequence number breaks them: FIFO, as a real loop's distinct times would order them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import selectors
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, TypeVarTuple
@@ -79,6 +86,40 @@ class _VirtualSelector(selectors.BaseSelector):
         return self._real.get_map()
 
 
+class _FifoTimerHandle(asyncio.TimerHandle):
+    """A timer ordered by (time, scheduling order): ties are first come, first served."""
+
+    __slots__ = ("_seq",)
+
+    def __init__(self, when: float, callback: Callable[..., object], args: Any,
+                 loop: asyncio.AbstractEventLoop, context: Any, seq: int) -> None:
+        super().__init__(when, callback, args, loop, context)
+        self._seq = seq
+
+    def _key(self) -> tuple[float, int]:
+        return (self._when, self._seq)  # type: ignore[attr-defined]
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, _FifoTimerHandle):
+            return self._key() < other._key()
+        return super().__lt__(other)  # type: ignore[operator]
+
+    def __le__(self, other: object) -> bool:
+        if isinstance(other, _FifoTimerHandle):
+            return self._key() <= other._key()
+        return super().__le__(other)  # type: ignore[operator]
+
+    def __gt__(self, other: object) -> bool:
+        if isinstance(other, _FifoTimerHandle):
+            return self._key() > other._key()
+        return super().__gt__(other)  # type: ignore[operator]
+
+    def __ge__(self, other: object) -> bool:
+        if isinstance(other, _FifoTimerHandle):
+            return self._key() >= other._key()
+        return super().__ge__(other)  # type: ignore[operator]
+
+
 class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
     """A selector event loop whose ``time()`` is virtual and jumps over idle periods.
 
@@ -99,11 +140,26 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         self._threads_in_flight = 0
         self._frozen = 0
         self._jumps = 0
+        self._timer_seq = 0
         super().__init__(selectors.DefaultSelector())
         self._selector = _VirtualSelector(self._selector, self)  # type: ignore[has-type]
 
     def time(self) -> float:
         return self._virtual_now
+
+    def call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts,
+                context: Any = None) -> asyncio.TimerHandle:
+        """``BaseEventLoop.call_at`` with a FIFO tie-break (see the module docstring)."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()  # type: ignore[attr-defined]
+        self._timer_seq += 1
+        timer = _FifoTimerHandle(when, callback, args, self, context, self._timer_seq)
+        if timer._source_traceback:  # type: ignore[attr-defined]
+            del timer._source_traceback[-1]  # type: ignore[attr-defined]
+        heapq.heappush(self._scheduled, timer)
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
 
     def _advance(self, seconds: float) -> None:
         # Land exactly on the earliest timer when that is what we are jumping to, so that float

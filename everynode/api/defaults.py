@@ -330,11 +330,16 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
 }
 
 
+RUNTIME_DEFAULTERS: dict[str, Callable[[Obj], None]] = {}
+"""Defaulters of resources defined at run time (a CRD's schema defaults), by registry key;
+consulted only for keys no built-in defaulter has."""
+
+
 def apply_defaults(resource_key: str, obj: Obj) -> None:
     """Fill in upstream's v1 defaults for ``resource_key`` (a registry key) in place.
 
     ``obj`` must be a private copy.  Unknown resource keys are left untouched.
     """
-    defaulter = _DEFAULTERS.get(resource_key)
+    defaulter = _DEFAULTERS.get(resource_key) or RUNTIME_DEFAULTERS.get(resource_key)
     if defaulter is not None and isinstance(obj, dict):
         defaulter(obj)

@@ -7,6 +7,7 @@ validation and printer columns).  Values follow kube-apiserver 1.33's discovery 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -102,7 +103,15 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+                 "customresourcedefinition", False, ("crd", "crds"), ("api-extensions",),
+                 subresources=(_status("CustomResourceDefinition"),)),
 )
+
+def names_of(rt: ResourceType) -> list[str]:
+    """Every name kubectl accepts for ``rt`` (see :func:`_names`)."""
+    return _names(rt)
+
 
 def _names(rt: ResourceType) -> list[str]:
     """Every name kubectl accepts for ``rt``: plural, singular, short names and the kind (any
@@ -137,17 +146,25 @@ def resource(name: str) -> ResourceType:
     One dict lookup for a name as written (every call of every client goes through here); the
     lower-cased retry only for kinds and other capitalised spellings."""
     found = _BY_NAME.get(name) or _BY_NAME.get(name.lower())
+    if found is None and _RUNTIME:
+        found = _RUNTIME_BY_NAME.get(name) or _RUNTIME_BY_NAME.get(name.lower())
     if found is None:
         raise KeyError(f"unknown resource {name!r}")
     return found
 
 
 def by_group_plural(group: str, plural: str) -> ResourceType | None:
-    return _BY_GROUP_PLURAL.get((group, plural))
+    found = _BY_GROUP_PLURAL.get((group, plural))
+    if found is None and _RUNTIME:
+        return _RUNTIME_BY_GROUP_PLURAL.get((group, plural))
+    return found
 
 
 def by_kind(api_version: str, kind: str) -> ResourceType | None:
-    return _BY_GVK.get((api_version, kind))
+    found = _BY_GVK.get((api_version, kind))
+    if found is None and _RUNTIME:
+        return _RUNTIME_BY_GVK.get((api_version, kind))
+    return found
 
 
 def groups() -> list[tuple[str, list[ResourceType]]]:
@@ -161,8 +178,119 @@ def groups() -> list[tuple[str, list[ResourceType]]]:
             order.append(rt.group)
             members[rt.group] = []
         members[rt.group].append(rt)
+    for versions in _RUNTIME.values():  # a runtime resource's group: its preferred version's members
+        rt = versions[0]
+        if rt.group not in members:
+            order.append(rt.group)
+            members[rt.group] = []
+        members[rt.group].append(rt)
     return [(g, members[g]) for g in order]
 
 
 def core_resources() -> list[ResourceType]:
     return [rt for rt in RESOURCES if not rt.group]
+
+
+# ---------------------------------------------------------------------------------------------
+# resources defined at run time (the served versions of Established CustomResourceDefinitions)
+#
+# Why beside the static table rather than in it: RESOURCES and its indexes are built once at
+# import and every request looks a built-in up with one dict probe; a runtime resource is only
+# looked for when that probe misses, so serving CRDs costs built-in lookups nothing.  Each
+# CRD registers all its served versions together (the preferred one first: what a bare name
+# resolves to, as kubectl's RESTMapper picks the group's preferred version).  ``generation()``
+# changes on every (un)registration, so documents derived from the served set (discovery,
+# OpenAPI) can cache by it.
+
+_RUNTIME: dict[str, tuple[ResourceType, ...]] = {}  # key (plural.group) → served versions, preferred first
+_RUNTIME_OWNERS: dict[str, dict[int, tuple[ResourceType, ...]]] = {}  # key → owner id → its versions
+_RUNTIME_BY_NAME: dict[str, ResourceType] = {}
+_RUNTIME_BY_GROUP_PLURAL: dict[tuple[str, str], ResourceType] = {}
+_RUNTIME_BY_VERSION: dict[tuple[str, str, str], ResourceType] = {}  # (group, version, plural)
+_RUNTIME_BY_GVK: dict[tuple[str, str], ResourceType] = {}
+_GENERATION = [0]
+
+
+def _reindex_runtime() -> None:
+    _RUNTIME_BY_NAME.clear()
+    _RUNTIME_BY_GROUP_PLURAL.clear()
+    _RUNTIME_BY_VERSION.clear()
+    _RUNTIME_BY_GVK.clear()
+    for versions in _RUNTIME.values():
+        preferred = versions[0]
+        _RUNTIME_BY_GROUP_PLURAL[(preferred.group, preferred.plural)] = preferred
+        for rt in versions:
+            _RUNTIME_BY_VERSION[(rt.group, rt.version, rt.plural)] = rt
+            _RUNTIME_BY_GVK[(rt.api_version, rt.kind)] = rt
+            if rt is preferred:
+                names = _names(rt)
+            else:  # another served version: only by its version-qualified names
+                bare = (rt.plural, rt.singular, *rt.short_names, rt.kind.lower())
+                names = [f"{n}.{rt.version}.{rt.group}" for n in bare]
+            for name in names:
+                _RUNTIME_BY_NAME.setdefault(name, rt)
+    _GENERATION[0] += 1
+
+
+def register_runtime(versions: tuple[ResourceType, ...], *, owner: object) -> None:
+    """Serve the versions of one runtime resource (all share ``plural.group``) for ``owner``
+    (the serving API server: several embedded clusters may live in one process, a test's);
+    the latest registration of a resource is the one looked up."""
+    if not versions:
+        return
+    key = versions[0].key
+    _RUNTIME_OWNERS.setdefault(key, {})[id(owner)] = versions
+    _RUNTIME[key] = versions
+    _reindex_runtime()
+
+
+def unregister_runtime(key: str, *, owner: object) -> None:
+    owners = _RUNTIME_OWNERS.get(key)
+    if owners is None or owners.pop(id(owner), None) is None:
+        return
+    if owners:
+        _RUNTIME[key] = next(reversed(owners.values()))
+    else:
+        del _RUNTIME_OWNERS[key]
+        _RUNTIME.pop(key, None)
+    _reindex_runtime()
+
+
+def runtime_resources() -> list[tuple[ResourceType, ...]]:
+    """The runtime resources, each as its served versions (preferred first), in registration order."""
+    return list(_RUNTIME.values())
+
+
+def is_runtime(rt: ResourceType) -> bool:
+    return rt.key in _RUNTIME and rt.key not in _BY_NAME
+
+
+def generation() -> int:
+    """Changes whenever the served set changes (a runtime resource registered or removed)."""
+    return _GENERATION[0]
+
+
+def by_version(group: str, version: str, plural: str) -> ResourceType | None:
+    """The resource ``plural`` of ``group`` in exactly ``version`` (a CRD serves several)."""
+    found = _BY_GROUP_PLURAL.get((group, plural))
+    if found is not None:
+        return found if found.version == version else None
+    return _RUNTIME_BY_VERSION.get((group, version, plural))
+
+
+def served_resources() -> list[ResourceType]:
+    """Every served resource once (built-ins, then each runtime resource's preferred version)."""
+    return [*RESOURCES, *(versions[0] for versions in _RUNTIME.values())]
+
+
+_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def version_rank(version: str) -> tuple[int, int, int, str]:
+    """Sort key of ``version.CompareKubeAwareVersionStrings``: GA before beta before alpha,
+    higher numbers first, then versions of no kube form alphabetically."""
+    m = _KUBE_VERSION.fullmatch(version)
+    if m is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0), "")

@@ -271,9 +271,17 @@ _ACCEPTS: dict[str, Callable[[Any], bool]] = {
 OPEN = _open_node()
 
 
+RUNTIME_KINDS: dict[tuple[str, str], Node] = {}
+"""(apiVersion, kind) → the compiled schema of a kind defined at run time (a CRD's served
+version, compiled by ``api/apiextensions/structural.py``); consulted only when no built-in
+definition matches, so built-in lookups cost nothing more."""
+
+
 def kind_node(api_version: str, kind: str) -> Node | None:
     name = definition_name(api_version, kind)
-    return definition_node(name) if name else None
+    if name:
+        return definition_node(name)
+    return RUNTIME_KINDS.get((api_version, kind)) if RUNTIME_KINDS else None
 
 
 def field_schema(def_name: str, path: tuple[str, ...]) -> dict[str, Any] | None:

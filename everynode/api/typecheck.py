@@ -222,8 +222,8 @@ class _Walker:
 
     def problem(self, node: Node, value: Any, steps: list[Step], lists: list[Any], struct: str) -> None:
         findings = self.findings
-        if len(findings.problems) >= MAX_PROBLEMS:
-            return
+        if len(findings.problems) >= MAX_PROBLEMS or node.check == "any":
+            return  # "any": a custom resource's position (its schema validator judges types)
         findings.problems.append(TypeProblem(
             steps=tuple(steps), go_path=".".join(str(s) for s, mark in zip(steps, lists, strict=True) if mark is None),
             go_struct=struct, go_type=node.go_type(), check=node.check, value=value,

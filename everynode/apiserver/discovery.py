@@ -5,7 +5,8 @@ and only parses it when the response carries the exact parameterised Content-Typ
 for v2beta1 only; and ``kubectl drain`` always reads the legacy ``GET /api/v1``
 ``APIResourceList`` to find ``pods/eviction`` with its ``policy/v1`` group-version
 (kubectl-contract.md §2, gotchas 4 and 5).  Everything is derived from the registry and encoded
-once: discovery answers are constant for the life of the process.
+once per served set: the caches are keyed by ``registry.generation()``, which changes only when a
+CustomResourceDefinition's resource is registered or removed.
 
 The ``policy`` group is served (with no resources of its own) so that the Eviction
 subresource's group-version resolves in ``/apis`` as it does upstream.
@@ -58,7 +59,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     return entry
 
 
-def _group_entry(name: str, version: str, resources: list[ResourceType]) -> dict[str, Any]:
+def _group_entry(name: str, versions: list[tuple[str, list[ResourceType]]]) -> dict[str, Any]:
     metadata: dict[str, Any] = {"creationTimestamp": None}
     if name:
         metadata = {"name": name, "creationTimestamp": None}
@@ -68,28 +69,53 @@ def _group_entry(name: str, version: str, resources: list[ResourceType]) -> dict
             "version": version,
             "resources": [_aggregated_resource(rt) for rt in resources],
             "freshness": "Current",
-        }],
+        } for version, resources in versions],
     }
 
 
-def named_groups() -> list[tuple[str, str, list[ResourceType]]]:
-    out: list[tuple[str, str, list[ResourceType]]] = []
+def served_groups() -> list[tuple[str, list[tuple[str, list[ResourceType]]]]]:
+    """Named groups in serving order, each with its versions (preferred first) and their
+    resources: one version per built-in group; a CRD's group lists every served version."""
+    return _served_groups(registry.generation())
+
+
+@functools.lru_cache(maxsize=4)
+def _served_groups(generation: int) -> list[tuple[str, list[tuple[str, list[ResourceType]]]]]:
+    out: dict[str, dict[str, list[ResourceType]]] = {}
     for group, members in registry.groups():
-        out.append((group, members[0].version, members))
-    served = {g for g, _, _ in out}
+        versions = out.setdefault(group, {})
+        for rt in members:
+            versions.setdefault(rt.version, []).append(rt)
+    for runtime in registry.runtime_resources():
+        versions = out.setdefault(runtime[0].group, {})
+        for rt in runtime[1:]:
+            versions.setdefault(rt.version, []).append(rt)
     for group, version in _EXTRA_GROUPS:
-        if group not in served:
-            out.append((group, version, []))
-    return out
+        out.setdefault(group, {version: []})
+    return [(group, _by_priority(versions)) for group, versions in out.items()]
 
 
-@functools.cache
+def _by_priority(versions: dict[str, list[ResourceType]]) -> list[tuple[str, list[ResourceType]]]:
+    """Versions in kube's priority order (``registry.version_rank``): the preferred one first."""
+    return sorted(versions.items(), key=lambda item: registry.version_rank(item[0]))
+
+
+def named_groups() -> list[tuple[str, str, list[ResourceType]]]:
+    """(group, preferred version, its resources) per named group."""
+    return [(group, versions[0][0], versions[0][1]) for group, versions in served_groups()]
+
+
 def aggregated(core: bool, version: str) -> bytes:
     """``GET /api`` (core) or ``GET /apis`` as an ``APIGroupDiscoveryList`` (``v2``/``v2beta1``)."""
+    return _aggregated(core, version, registry.generation())
+
+
+@functools.lru_cache(maxsize=16)
+def _aggregated(core: bool, version: str, generation: int) -> bytes:
     if core:
-        items = [_group_entry("", "v1", registry.core_resources())]
+        items = [_group_entry("", [("v1", registry.core_resources())])]
     else:
-        items = [_group_entry(g, v, members) for g, v, members in named_groups()]
+        items = [_group_entry(g, versions) for g, versions in served_groups()]
     return orjson.dumps({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"apidiscovery.k8s.io/{version}",
@@ -111,30 +137,38 @@ def _group_version(group: str, version: str) -> dict[str, str]:
     return {"groupVersion": f"{group}/{version}", "version": version}
 
 
-def _api_group(group: str, version: str) -> dict[str, Any]:
+def _api_group(group: str, versions: list[tuple[str, list[ResourceType]]]) -> dict[str, Any]:
     return {
         "name": group,
-        "versions": [_group_version(group, version)],
-        "preferredVersion": _group_version(group, version),
+        "versions": [_group_version(group, v) for v, _ in versions],
+        "preferredVersion": _group_version(group, versions[0][0]),
     }
 
 
-@functools.cache
 def api_group_list() -> bytes:
     """Legacy ``GET /apis``: ``APIGroupList``."""
+    return _api_group_list(registry.generation())
+
+
+@functools.lru_cache(maxsize=4)
+def _api_group_list(generation: int) -> bytes:
     return orjson.dumps({
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_api_group(g, v) for g, v, _ in named_groups()],
+        "groups": [_api_group(g, versions) for g, versions in served_groups()],
     })
 
 
-@functools.cache
 def api_group(group: str) -> bytes | None:
     """``GET /apis/{group}``: ``APIGroup``, or None for a group not served."""
-    for g, v, _ in named_groups():
+    return _api_group_doc(group, registry.generation())
+
+
+@functools.lru_cache(maxsize=256)
+def _api_group_doc(group: str, generation: int) -> bytes | None:
+    for g, versions in served_groups():
         if g == group:
-            return orjson.dumps({"kind": "APIGroup", "apiVersion": "v1", **_api_group(g, v)})
+            return orjson.dumps({"kind": "APIGroup", "apiVersion": "v1", **_api_group(g, versions)})
     return None
 
 
@@ -164,20 +198,22 @@ def _legacy_resources(rt: ResourceType) -> list[dict[str, Any]]:
     return out
 
 
-@functools.cache
 def api_resource_list(group: str, version: str) -> bytes | None:
     """``GET /api/v1`` or ``GET /apis/{group}/{version}``: ``APIResourceList``, or None."""
+    return _api_resource_list(group, version, registry.generation())
+
+
+@functools.lru_cache(maxsize=256)
+def _api_resource_list(group: str, version: str, generation: int) -> bytes | None:
     if not group:
         if version != "v1":
             return None
         members = registry.core_resources()
     else:
-        for g, v, resources in named_groups():
-            if g == group and v == version:
-                members = resources
-                break
-        else:
+        found = {g: dict(versions) for g, versions in served_groups()}.get(group, {}).get(version)
+        if found is None:
             return None
+        members = found
     resources: list[dict[str, Any]] = []
     for rt in members:
         resources.extend(_legacy_resources(rt))

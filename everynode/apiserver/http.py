@@ -44,7 +44,7 @@ from aiohttp import web
 from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api.names import name_is_path_segment
-from everynode.api.registry import ResourceType, by_group_plural
+from everynode.api.registry import ResourceType, by_version
 from everynode.apiserver import discovery, openapi, tables
 from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
 from everynode.apiserver.decoding import media_type as _media_type
@@ -344,11 +344,11 @@ class ApiHttp:
     def _parse_resource_path(group: str, version: str, rest: list[str]) -> Request:
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3:
-            candidate = by_group_plural(group, rest[2])
+            candidate = by_version(group, version, rest[2])
             if candidate is not None and candidate.namespaced:
                 namespace, rest = rest[1], rest[2:]
-        rt = by_group_plural(group, rest[0])
-        if rt is None or rt.version != version or len(rest) > 3:
+        rt = by_version(group, version, rest[0])
+        if rt is None or len(rest) > 3:
             raise errors.path_not_found()
         if namespace is not None and not rt.namespaced:
             raise errors.path_not_found()

@@ -67,6 +67,90 @@ def _group_versions() -> dict[str, tuple[ResourceType, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+RUNTIME_SCHEMAS: dict[tuple[str, str], dict[str, Any] | None] = {}
+"""(apiVersion, kind) → the ``openAPIV3Schema`` of a kind served at run time (a CRD version),
+published under the group-version's document as upstream's CRD OpenAPI builder does."""
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_API_VERSION_DOC = ("APIVersion defines the versioned schema of this representation of an object. Servers should "
+                    "convert recognized schemas to the latest internal value, and may reject unrecognized values. "
+                    "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                    "api-conventions.md#resources")
+_KIND_DOC = ("Kind is a string value representing the REST resource this object represents. Servers may infer "
+             "this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+             "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+_METADATA_DOC = ("Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/"
+                 "sig-architecture/api-conventions.md#metadata")
+
+
+def runtime_definition_name(rt: ResourceType, kind: str | None = None) -> str:
+    """Upstream's CRD definition names: the group reversed, the version, the kind
+    (``com.example.v1.Widget``)."""
+    return ".".join([*reversed(rt.group.split(".")), rt.version, kind or rt.kind])
+
+
+def _runtime_components(rt: ResourceType, schema: dict[str, Any] | None) -> dict[str, Any]:
+    gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+    body: dict[str, Any] = dict(schema) if schema else {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    props = dict(body.get("properties") or {})
+    props["apiVersion"] = {"description": _API_VERSION_DOC, "type": "string"}
+    props["kind"] = {"description": _KIND_DOC, "type": "string"}
+    props["metadata"] = {"allOf": [{"$ref": _COMPONENTS + _OBJECT_META}], "description": _METADATA_DOC}
+    body["properties"] = {k: props[k] for k in sorted(props)}
+    body["type"] = "object"
+    body["x-kubernetes-group-version-kind"] = gvk
+    list_body = {
+        "description": f"{rt.kind}List is a list of {rt.kind}",
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"description": _API_VERSION_DOC, "type": "string"},
+            "items": {"description": f"List of {rt.plural}. More info: https://git.k8s.io/community/contributors/devel/"
+                      "sig-architecture/api-conventions.md", "type": "array",
+                      "items": {"$ref": _COMPONENTS + runtime_definition_name(rt)}},
+            "kind": {"description": _KIND_DOC, "type": "string"},
+            "metadata": {"allOf": [{"$ref": _COMPONENTS + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"}],
+                         "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/"
+                         "devel/sig-architecture/api-conventions.md#types-kinds"},
+        },
+        "x-kubernetes-group-version-kind": [{"group": rt.group, "version": rt.version, "kind": rt.list_kind}],
+    }
+    return {runtime_definition_name(rt): body, runtime_definition_name(rt, rt.list_kind): list_body}
+
+
+def _runtime_document(resources: list[ResourceType]) -> dict[str, Any]:
+    components: dict[str, Any] = _closure([_PATCH_DEF, _STATUS_DEF, _OBJECT_META,
+                                           "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"])
+    paths: dict[str, Any] = {}
+    for rt in resources:
+        components.update(_runtime_components(rt, RUNTIME_SCHEMAS.get((rt.api_version, rt.kind))))
+        kind_def = runtime_definition_name(rt)
+        paths[_item_path(rt)] = {"get": _get_operation(rt, kind_def), "patch": _patch_operation(rt, kind_def),
+                                 "parameters": _path_parameters(rt)}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "paths": paths, "components": {"schemas": dict(sorted(components.items()))}}
+
+
+@functools.lru_cache(maxsize=4)
+def _runtime_documents(generation: int) -> dict[str, tuple[bytes, str]]:
+    by_path: dict[str, list[ResourceType]] = {}
+    for versions in registry.runtime_resources():
+        for rt in versions:
+            by_path.setdefault(gv_path(rt), []).append(rt)
+    docs: dict[str, tuple[bytes, str]] = {}
+    for path, resources in by_path.items():
+        body = orjson.dumps(_runtime_document(resources))
+        docs[path] = (body, hashlib.sha512(body).hexdigest().upper()[:32])
+    return docs
+
+
+def _served_documents() -> dict[str, tuple[bytes, str]]:
+    runtime = _runtime_documents(registry.generation()) if registry.runtime_resources() else {}
+    if not runtime:
+        return _documents()
+    return {**_documents(), **{k: v for k, v in runtime.items() if k not in _documents()}}
+
+
 # --------------------------------------------------------------------------- schema conversion
 
 def _convert(node: Any, refs: set[str], *, gvk_object: bool = False) -> Any:
@@ -239,9 +323,9 @@ def _documents() -> dict[str, tuple[bytes, str]]:
 def v3_root() -> dict[str, Any]:
     """``GET /openapi/v3``: one entry per served group-version, URL carrying a content hash."""
     return {"paths": {path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
-                      for path, (_, digest) in _documents().items()}}
+                      for path, (_, digest) in _served_documents().items()}}
 
 
 def v3_document(path: str) -> tuple[bytes, str] | None:
     """``GET /openapi/v3/<path>`` (``api/v1``, ``apis/apps/v1``, …): encoded body and its hash."""
-    return _documents().get(path.strip("/"))
+    return _served_documents().get(path.strip("/"))

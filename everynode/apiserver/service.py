@@ -36,6 +36,10 @@ from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.admission import Admission, system_priority_classes
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry import watch as watching
+from everynode.apiserver.registry.apiextensions.customresourcedefinition import (
+    CustomResourceDefinitionStore,
+    CustomResourceServing,
+)
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.service import cluster_ips_of
 from everynode.apiserver.registry.generic import ResourceStore
@@ -54,6 +58,7 @@ Obj = dict[str, Any]
 NAMESPACES = resource("namespaces")
 PRIORITY_CLASSES = resource("priorityclasses.scheduling.k8s.io")
 SERVICES = resource("services")
+CRDS = resource("customresourcedefinitions.apiextensions.k8s.io")
 SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -66,6 +71,9 @@ class ApiService:
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
                                      bookmark_interval=bookmark_interval, ready=self._ready)
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
+        crd_store = self.registry.storage(CRDS)
+        assert isinstance(crd_store, CustomResourceDefinitionStore)
+        self.custom_resources = crd_store.serving = CustomResourceServing(self.context, self.registry, CRDS)
         # Who answers pods/{name}/log for the nodes (the kubelet simulation, wired by the control
         # plane); None: every node's kubelet is unreachable (registry/core/pod/log.py).
         self.container_logs: ContainerLogSource | None = None
@@ -114,6 +122,7 @@ class ApiService:
                          "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
                          "sessionAffinity": "None", "type": "ClusterIP"},
             }, opts)
+        await self.custom_resources.restore()  # serve the stored CRDs again
         self._seeded = True
 
     async def _seed_one(self, rt: ResourceType, body: Obj, opts: RequestOptions) -> None:
@@ -122,6 +131,10 @@ class ApiService:
         except errors.ApiError as e:
             if e.code != 409:
                 raise
+
+    def close(self) -> None:
+        """Release what the service registered process-wide (the CRDs' served resources)."""
+        self.custom_resources.close()
 
     async def _ready(self) -> None:
         if not self._seeded:

@@ -685,10 +685,30 @@ PRINTERS: dict[str, Printer] = {
 }
 
 
+RUNTIME_PRINTERS: dict[tuple[str, str], Printer] = {}
+"""Printers of resources defined at run time, by (registry key, version): a CRD's
+``additionalPrinterColumns`` differ per version (``apiserver/registry/apiextensions``)."""
+
+
 @functools.cache
 def column_definitions(resource_key: str) -> tuple[dict[str, Any], ...]:
     columns, _ = PRINTERS.get(resource_key, (_default_columns, _default_cells))
     return tuple(columns())
+
+
+def name_column() -> dict[str, Any]:
+    """The NAME column every table starts with (its definition as upstream sends it)."""
+    return _name_col()
+
+
+def _columns_of(rt: ResourceType) -> tuple[dict[str, Any], ...]:
+    runtime = RUNTIME_PRINTERS.get((rt.key, rt.version)) if rt.key not in PRINTERS else None
+    return tuple(runtime[0]()) if runtime is not None else column_definitions(rt.key)
+
+
+def _cells_of(rt: ResourceType) -> Callable[[Obj, float], list[Any]]:
+    printer = PRINTERS.get(rt.key) or RUNTIME_PRINTERS.get((rt.key, rt.version))
+    return printer[1] if printer is not None else _default_cells
 
 
 def partial_object_metadata(obj: Obj) -> dict[str, Any]:
@@ -697,8 +717,7 @@ def partial_object_metadata(obj: Obj) -> dict[str, Any]:
 
 
 def table_row(rt: ResourceType, obj: Obj, *, now: float, include_object: str = "Metadata") -> dict[str, Any]:
-    _, cells = PRINTERS.get(rt.key, (_default_columns, _default_cells))
-    row: dict[str, Any] = {"cells": cells(obj, now)}
+    row: dict[str, Any] = {"cells": _cells_of(rt)(obj, now)}
     if rt.key == "pods":
         conditions = _pod_conditions(obj)
         if conditions:
@@ -724,7 +743,7 @@ def to_table(rt: ResourceType, objects: Iterable[Obj], *, now: float, resource_v
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": [dict(c) for c in column_definitions(rt.key)] if include_columns else None,
+        "columnDefinitions": [dict(c) for c in _columns_of(rt)] if include_columns else None,
         "rows": [table_row(rt, o, now=now, include_object=include_object) for o in objects],
     }
     return table

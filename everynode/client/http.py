@@ -5,8 +5,11 @@ account).  Choices:
 
 * aiohttp, one pooled :class:`aiohttp.ClientSession` per client (keep-alive connections, at most
   ``max_connections``), created lazily inside the running loop; orjson for every body.
-* URLs come from the registry (``ResourceType.base_path``), so the client knows every served
-  resource without discovery round trips.
+* URLs come from the registry (``ResourceType.base_path``), so the client knows every built-in
+  resource without discovery round trips; a name the registry does not know (a custom
+  resource of the server's CRDs) is looked up in the server's aggregated discovery, read at
+  most every :data:`REDISCOVER_SECONDS` and kept per client (never registered process-wide:
+  the client may share its process with another server).
 * Errors: a ``Status`` body is raised verbatim as :class:`ApiError`; any other error body becomes
   the Status client-go synthesises (``errors.NewGenericServerResponse``: reason and message by
   code, the body kept as an ``UnexpectedServerResponse`` cause), so callers branch on
@@ -33,15 +36,34 @@ import orjson
 
 from everynode.api import errors
 from everynode.api.errors import ApiError
-from everynode.api.registry import ResourceType
+from everynode.api.registry import RESOURCES, ResourceType, Subresource, names_of
 from everynode.client import kubeconfig as kcfg
 from everynode.client.base import PATCH_CONTENT_TYPES, Client, Obj, delete_options, resolve_resource
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 30.0
+REDISCOVER_SECONDS = 5.0  # an unknown resource name re-reads discovery at most this often
 TOKEN_FILE_REFRESH = 60.0  # seconds; client-go re-reads token files about every minute
 _MAX_SERVER_MESSAGE = 1024
+
+
+_BUILTIN_KEYS = frozenset(rt.key for rt in RESOURCES)
+
+
+def _discovered_type(group: str, version: str, entry: dict[str, Any]) -> ResourceType | None:
+    """A ``ResourceType`` from one aggregated-discovery resource entry."""
+    kind = (entry.get("responseKind") or {}).get("kind")
+    plural = entry.get("resource")
+    if not kind or not plural or not version:
+        return None
+    subresources = tuple(Subresource(sub.get("subresource") or "", (sub.get("responseKind") or {}).get("kind") or "",
+                                     tuple(sub.get("verbs") or ()))
+                         for sub in entry.get("subresources") or ())
+    return ResourceType(group, version, kind, plural, entry.get("singularResource") or kind.lower(),
+                        entry.get("scope") == "Namespaced", tuple(entry.get("shortNames") or ()),
+                        tuple(entry.get("categories") or ()), verbs=tuple(entry.get("verbs") or ()),
+                        subresources=subresources)
 
 
 def _bool(v: bool) -> str:
@@ -135,6 +157,8 @@ class HttpClient(Client):
         self._token = token
         self._token_file = token_file
         self._token_read_at: float | None = None
+        self._discovered: dict[str, ResourceType] = {}  # custom resources found in discovery
+        self._discovered_at: float | None = None
         self._basic = aiohttp.BasicAuth(*basic_auth) if basic_auth else None
         self._session: aiohttp.ClientSession | None = None
 
@@ -156,6 +180,48 @@ class HttpClient(Client):
         return cls.from_access(kcfg.in_cluster(), **kwargs)
 
     # -- plumbing --------------------------------------------------------------------------------
+
+    async def _resolve(self, resource: str) -> ResourceType:
+        """The resource a name means: the registry's, else the server's discovered ones."""
+        try:
+            return resolve_resource(resource)
+        except ApiError:
+            pass
+        found = self._discovered.get(resource) or self._discovered.get(resource.lower())
+        now = asyncio.get_running_loop().time()
+        if found is None and (self._discovered_at is None or now - self._discovered_at > REDISCOVER_SECONDS):
+            self._discovered_at = now
+            self._discovered = await self._discover()
+            found = self._discovered.get(resource) or self._discovered.get(resource.lower())
+        if found is None:
+            raise errors.path_not_found()
+        return found
+
+    async def _discover(self) -> dict[str, ResourceType]:
+        """Name → resource for the server's resources the registry does not know (aggregated
+        discovery of ``/apis``: every group, every version, preferred first)."""
+        session = self._get_session()
+        headers = self._headers()
+        headers["Accept"] = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        kwargs: dict[str, Any] = {"server_hostname": self.tls_server_name} if self.tls_server_name else {}
+        async with session.get(self.server + "/apis", headers=headers,
+                               timeout=aiohttp.ClientTimeout(total=self.timeout), **kwargs) as resp:
+            if resp.status >= 400:
+                return {}
+            document = orjson.loads(await resp.read())
+        table: dict[str, ResourceType] = {}
+        for group in document.get("items") or ():
+            name = (group.get("metadata") or {}).get("name") or ""
+            for position, version in enumerate(group.get("versions") or ()):
+                for entry in version.get("resources") or ():
+                    rt = _discovered_type(name, version.get("version") or "", entry)
+                    if rt is None or rt.key in _BUILTIN_KEYS:
+                        continue
+                    names = names_of(rt) if position == 0 else [
+                        n for n in names_of(rt) if n.endswith(f".{rt.version}.{rt.group}")]
+                    for alias in names:
+                        table.setdefault(alias, rt)
+        return table
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -249,13 +315,13 @@ class HttpClient(Client):
     # -- Client ----------------------------------------------------------------------------------
 
     async def get(self, resource: str, name: str, *, namespace: str = "", subresource: str | None = None) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         return await self._request("GET", self._path(rt, namespace, name, subresource), rt=rt, name=name)
 
     async def list(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                    field_selector: str | None = None, limit: int | None = None,
                    continue_token: str | None = None, resource_version: str | None = None) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         params = self._list_params(label_selector, field_selector)
         if limit:
             params.append(("limit", str(limit)))
@@ -267,7 +333,7 @@ class HttpClient(Client):
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         md = obj.get("metadata") or {}
         ns = namespace or md.get("namespace") or self.namespace
         return await self._request("POST", self._path(rt, ns), rt=rt, name=md.get("name") or "",
@@ -275,7 +341,7 @@ class HttpClient(Client):
 
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         md = obj.get("metadata") or {}
         name = md.get("name") or ""
         ns = md.get("namespace") or self.namespace
@@ -285,7 +351,7 @@ class HttpClient(Client):
     async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",
                     subresource: str | None = None, field_manager: str | None = None, force: bool | None = None,
                     dry_run: bool = False) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         try:
             content_type = PATCH_CONTENT_TYPES[patch_type]
         except KeyError:
@@ -299,27 +365,27 @@ class HttpClient(Client):
     async def delete(self, resource: str, name: str, *, namespace: str = "", grace_period_seconds: int | None = None,
                      propagation_policy: str | None = None, preconditions: dict[str, str] | None = None,
                      dry_run: bool = False) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         options = delete_options(grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
                                  preconditions=preconditions, dry_run=dry_run)
         return await self._request("DELETE", self._path(rt, namespace, name), rt=rt, name=name, body=options)
 
     async def delete_collection(self, resource: str, *, namespace: str | None = None,
                                 label_selector: str | None = None, field_selector: str | None = None) -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         return await self._request("DELETE", self._path(rt, namespace), rt=rt,
                                    params=self._list_params(label_selector, field_selector))
 
     async def create_subresource(self, resource: str, name: str, subresource: str, body: Obj, *,
                                  namespace: str = "") -> Obj:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         return await self._request("POST", self._path(rt, namespace, name, subresource), rt=rt, name=name, body=body)
 
     async def watch(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                     field_selector: str | None = None, resource_version: str | None = None,
                     allow_bookmarks: bool = True, timeout_seconds: int | None = None,
                     send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
-        rt = resolve_resource(resource)
+        rt = await self._resolve(resource)
         params = [("watch", "true"), *self._list_params(label_selector, field_selector)]
         if resource_version is not None:
             params.append(("resourceVersion", resource_version))

@@ -42,8 +42,8 @@ RECHECK_SECONDS = 1.0
 
 
 def namespaced_resources() -> list[str]:
-    """Every namespaced resource that supports deletecollection, events last."""
-    namespaced = [rt for rt in registry.RESOURCES if rt.namespaced and "deletecollection" in rt.verbs]
+    """Every namespaced resource that supports deletecollection (custom resources included), events last."""
+    namespaced = [rt for rt in registry.served_resources() if rt.namespaced and "deletecollection" in rt.verbs]
     return ([rt.key for rt in namespaced if rt.kind != "Event"]
             + [rt.key for rt in namespaced if rt.kind == "Event"])
 
@@ -73,7 +73,6 @@ class NamespaceController:
         )
         self.queue: WorkQueue = WorkQueue(name="namespace")
         self._task: asyncio.Task[None] | None = None
-        self._resources = namespaced_resources()
 
     def _enqueue(self, ns: Obj) -> None:
         if ns["metadata"].get("deletionTimestamp"):
@@ -107,7 +106,7 @@ class NamespaceController:
             return None
         remaining = 0
         estimate = 0.0
-        for resource in self._resources:
+        for resource in namespaced_resources():  # per pass: CRDs come and go
             try:
                 await self.client.delete_collection(resource, namespace=name)
                 left = await self.client.list(resource, namespace=name)

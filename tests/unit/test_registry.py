@@ -82,6 +82,7 @@ FLAGS = {
     "events.events.k8s.io": (True, False, False),
     "leases.coordination.k8s.io": (True, False, False),
     "daemonsets.apps": (False, False, True),
+    "customresourcedefinitions.apiextensions.k8s.io": (False, False, True),
 }
 
 

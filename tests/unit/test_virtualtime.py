@@ -201,3 +201,20 @@ def test_timer_due_within_clock_resolution_sees_its_deadline_while_other_work_ru
     worker.join(10)
     assert not worker.is_alive(), "virtual loop spun without advancing time"
     assert result and all(t > 120.1 for t in result[0])
+
+
+def test_timers_due_at_the_same_instant_run_in_scheduling_order() -> None:
+    """Ties are FIFO whatever else is in the heap (asyncio alone orders them by heap shape)."""
+    async def scenario() -> list[int]:
+        loop = asyncio.get_running_loop()
+        order: list[int] = []
+        for far in (3600.0, 7.0, 86400.0, 2.0):  # unrelated timers that reshape the heap
+            loop.call_later(far, lambda: None)
+        for i in range(40):
+            loop.call_later(1.0, order.append, i)
+            if i % 3 == 0:
+                loop.call_later(0.5 + i / 100, lambda: None)
+        await asyncio.sleep(1.5)
+        return order
+
+    assert run_virtual(scenario()) == list(range(40))

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
+from everynode.apiserver.registry.apiextensions.customresourcedefinition import CustomResourceDefinitionStore
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
@@ -45,29 +46,31 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("events", Strategy(allow_create_on_update=True)),
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
         with_strategy("leases.coordination.k8s.io", Strategy(allow_create_on_update=True)),
+        CustomResourceDefinitionStore(resource("customresourcedefinitions.apiextensions.k8s.io"), ctx),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
 
 
 class Registry:
-    """The storages of the served resources, by canonical resource name."""
+    """The storages of the served resources, by canonical resource name and version (a CRD
+    serves one storage per served version, all over the same stored objects)."""
 
     def __init__(self, stores: list[ResourceStore]) -> None:
-        self._stores: dict[str, ResourceStore] = {}
+        self._stores: dict[tuple[str, str], ResourceStore] = {}
         for store in stores:
             self.register(store)
 
     def register(self, store: ResourceStore) -> None:
         """Serve a resource (a CRD's, once Established); replaces a storage of the same name."""
-        self._stores[store.rt.key] = store
+        self._stores[(store.rt.key, store.rt.version)] = store
 
     def unregister(self, rt: ResourceType) -> None:
-        self._stores.pop(rt.key, None)
+        self._stores.pop((rt.key, rt.version), None)
 
     def storage(self, rt: ResourceType) -> ResourceStore:
         """The storage serving ``rt``; 404 for a resource nobody serves."""
-        store = self._stores.get(rt.key)
+        store = self._stores.get((rt.key, rt.version))
         if store is None:
             raise errors.path_not_found()
         return store
@@ -76,4 +79,4 @@ class Registry:
         return iter(self._stores.values())
 
     def __contains__(self, rt: ResourceType) -> bool:
-        return rt.key in self._stores
+        return (rt.key, rt.version) in self._stores

@@ -305,6 +305,9 @@ class DaemonSetController:
         self._placements: dict[str, tuple[int, Placement]] = {}
         self._rv_floor: dict[str, int] = {}
         self._last_progress: dict[str, float] = {}  # DaemonSet uid → time of the last rollout progress
+        # DaemonSet uid → (resourceVersion the cache had, the object our status write returned):
+        # see :meth:`_status_baseline`.
+        self._written_status: dict[str, tuple[str, Obj]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event() if _has_loop() else None
         self.syncs = 0
@@ -477,6 +480,7 @@ class DaemonSetController:
         self._selectors.pop(uid, None)
         self._placements.pop(uid, None)
         self._last_progress.pop(uid, None)
+        self._written_status.pop(uid, None)
         self.data_cache.forget(uid)
         self.queue.add(key)
 
@@ -1008,6 +1012,7 @@ class DaemonSetController:
         now = self.clock.now()
         self._refresh(state, ds, hash_, now)
         counts = state.counts.copy()
+        ds = self._status_baseline(ds)
         md = ds["metadata"]
         status = ds.get("status") or {}
         observed = int(md.get("generation") or 0) if update_observed_generation \
@@ -1017,8 +1022,11 @@ class DaemonSetController:
             ds, counts, observed_generation=observed, now=now, last_progress=self._last_progress.get(uid),
             progress_deadline=self.progress_deadline)
         try:
-            await store_status(self.client, ds, counts, update_observed_generation=update_observed_generation,
-                               conditions=conditions)
+            written = await store_status(self.client, ds, counts,
+                                         update_observed_generation=update_observed_generation,
+                                         conditions=conditions)
+            if written is not None:
+                self._written_status[uid] = (self._cached_version(state.key), written)
         except ApiError as e:
             raise SyncError(f"error storing status for daemon set {md.get('namespace')}/{md['name']}: {e}") from e
         min_ready = min_ready_seconds(ds)
@@ -1026,6 +1034,32 @@ class DaemonSetController:
             self.enqueue_after(ds, min_ready)  # last line of defence against clock skew
         if recheck is not None:
             self.enqueue_after(ds, recheck)
+
+    def _cached_version(self, key: str) -> str:
+        cached = self.ds_informer.get(key)
+        return str((cached or {}).get("metadata", {}).get("resourceVersion") or "")
+
+    def _status_baseline(self, ds: Obj) -> Obj:
+        """The DaemonSet the status write compares with: the informer's copy, or the object our
+        own last status write returned while the cache has not moved since that write.
+
+        Several syncs can run before the watch event of our own status write reaches the
+        informer (in-process, and always in virtual time, where every step of a rollout happens
+        at one instant).  Upstream compares with its cache there too: the stale copy differs,
+        so it sends the same status again, gets a 409, re-reads and sends it a third time — which
+        the API server drops as a no-op.  Comparing with what we last wrote skips those
+        requests and nothing else: the distinct statuses written, and so every watch event, are
+        the same.  Only resourceVersion equality is used (opaque on a real cluster): any newer
+        cached version, ours or anyone's, is the baseline again."""
+        uid = ds["metadata"].get("uid") or ""
+        entry = self._written_status.get(uid)
+        if entry is None:
+            return ds
+        cached_rv, written = entry
+        if cached_rv == str(ds["metadata"].get("resourceVersion") or ""):
+            return written
+        del self._written_status[uid]
+        return ds
 
     # ------------------------------------------------------------------------------------------
     # introspection (tests, diagnostics)

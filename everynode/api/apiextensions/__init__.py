@@ -1,0 +1,1 @@
+"""apiextensions.k8s.io: CustomResourceDefinitions and the schemas of the kinds they define."""
