@@ -50,6 +50,8 @@ from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size,
 from everynode.apiserver.decoding import media_type as _media_type
 from everynode.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from everynode.apiserver.metrics import ApiRequestMetrics
+from everynode.apiserver.registry.core.pod import log as pod_log
+from everynode.apiserver.registry.core.pod import streaming as pod_streaming
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.storage.base import WatchEvent
 
@@ -192,7 +194,7 @@ class ApiHttp:
         warnings: list[str] = []
         started = time.perf_counter()
         try:
-            if go_bool(request.query.get("watch")) if "watch" in request.query else False:
+            if _long_running(request):
                 response = await self._dispatch(request, warnings)  # a watch keeps its own lifetime
             else:
                 async with asyncio.timeout(_request_timeout(request.query.get("timeout"), self.request_timeout)):
@@ -375,6 +377,10 @@ class ApiHttp:
             if method == "DELETE":
                 return await self._delete_collection(request, req, warnings)
             raise errors.method_not_allowed(method.lower(), rt.plural, rt.group)
+        if not rt.group and rt.plural == "pods" and req.subresource == "log" and method == "GET":
+            return await pod_log.serve_log(request, self.service, rt, req.namespace or "", req.name)
+        if not rt.group and rt.plural == "pods" and req.subresource in pod_streaming.STREAMING_SUBRESOURCES:
+            await pod_streaming.refuse(self.service, rt, req.namespace or "", req.name, req.subresource)
         if method == "GET":
             obj = await self.service.get(rt, req.namespace or "", req.name, subresource=req.subresource)
             return self._object_response(request, rt, obj, 200, warnings)
@@ -589,6 +595,14 @@ class ApiHttp:
                                 resource_version=event.object.get("metadata", {}).get("resourceVersion", ""),
                                 include_object=include_object, include_columns=columns)
         return orjson.dumps({"type": event.type, "object": table}) + b"\n"
+
+
+def _long_running(request: web.Request) -> bool:
+    """Exempt from the request timeout, as kube-apiserver's ``longRunningRequestCheck``: watches
+    and the streaming pod subresources (a followed log, exec, attach, port-forward)."""
+    if "watch" in request.query and go_bool(request.query.get("watch")):
+        return True
+    return request.path.rsplit("/", 1)[-1] in ("log", *pod_streaming.STREAMING_SUBRESOURCES)
 
 
 def _request_timeout(value: str | None, default: float) -> float:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everynode.api import errors
 from everynode.api.registry import ResourceType, resource
@@ -47,6 +47,9 @@ from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.table import Registry, builtin_stores
 from everynode.clock import Clock
 from everynode.storage.base import Predicate, Store, WatchEvent
+
+if TYPE_CHECKING:
+    from everynode.apiserver.registry.core.pod.log import ContainerLogSource
 
 __all__ = ["ApiService", "RequestOptions"]
 
@@ -71,6 +74,9 @@ class ApiService:
         crd_store = self.registry.storage(CRDS)
         assert isinstance(crd_store, CustomResourceDefinitionStore)
         self.custom_resources = crd_store.serving = CustomResourceServing(self.context, self.registry, CRDS)
+        # Who answers pods/{name}/log for the nodes (the kubelet simulation, wired by the control
+        # plane); None: every node's kubelet is unreachable (registry/core/pod/log.py).
+        self.container_logs: ContainerLogSource | None = None
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None
 

@@ -330,8 +330,12 @@ class EventRecorder:
 
     # -- public API ------------------------------------------------------------------------------
 
-    def event(self, obj: Obj, type: str, reason: str, message: str) -> None:
-        """Record an Event about ``obj`` (fire-and-forget)."""
+    def event(self, obj: Obj, type: str, reason: str, message: str, *, host: str | None = None,
+              field_path: str | None = None) -> None:
+        """Record an Event about ``obj`` (fire-and-forget).  ``host`` overrides the recorder's
+        source host (one recorder speaking for many nodes, as the simulated kubelets do: each
+        upstream kubelet's recorder has its node name as host and reporting instance);
+        ``field_path`` names the part of the object, e.g. ``spec.containers{app}``."""
         if self._closed:
             return
         if type not in (NORMAL, WARNING):
@@ -344,7 +348,10 @@ class EventRecorder:
             self.stats.dropped += 1
             return
         ref = object_reference(obj)
-        queue = self._queues[hash(_spam_key(self.component, self.host or "", ref)) % self._workers]
+        if field_path:
+            ref["fieldPath"] = field_path
+        host = host or self.host
+        queue = self._queues[hash(_spam_key(self.component, host or "", ref)) % self._workers]
         if queue.full():
             self.stats.dropped += 1
             at = self.clock.monotonic()
@@ -355,8 +362,8 @@ class EventRecorder:
             return
         now = self.clock.now()
         stamp = format_rfc3339(now)
-        result = self.correlator.correlate(self._make_event(ref, type, reason, message, now=now, stamp=stamp),
-                                           now=now)
+        result = self.correlator.correlate(self._make_event(ref, type, reason, message, now=now, stamp=stamp,
+                                                            host=host), now=now)
         if result.skip:
             self.stats.skipped += 1
             return
@@ -393,11 +400,12 @@ class EventRecorder:
         self._last_ns = ns
         return f"{ns:x}"
 
-    def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str) -> Obj:
+    def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,
+                    host: str | None = None) -> Obj:
         """``recorder.makeEvent``: a new Event, count 1, named after the object and the instant."""
         source: Obj = {"component": self.component}
-        if self.host:
-            source["host"] = self.host
+        if host:
+            source["host"] = host
         return {
             "apiVersion": "v1",
             "kind": "Event",
@@ -412,7 +420,7 @@ class EventRecorder:
             "count": 1,
             "type": type,
             "reportingComponent": self.component,
-            "reportingInstance": self.host or "",
+            "reportingInstance": host or "",
         }
 
     def _ensure_workers(self) -> None:

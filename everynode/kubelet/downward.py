@@ -18,13 +18,18 @@ Upstream rules (``pkg/kubelet/kubelet_pods.go`` ``makeEnvironmentVariables``,
 * ``resourceFieldRef`` (limits/requests of cpu, memory) is resolved with divisor 1 → cpu
   rounded up to whole cores, memory in bytes; a missing limit falls back to the node's
   allocatable, as upstream;
-* ``configMapKeyRef``/``secretKeyRef`` and ``envFrom`` are not resolved (the simulation reads no
-  ConfigMaps or Secrets): such variables are left out.
+* ``configMapKeyRef`` and ``envFrom.configMapRef`` are resolved from the ConfigMap as the kubelet
+  sees it when the container starts (``envFrom`` first, keys in sorted order with their
+  ``prefix``, names that are not valid variable names skipped, later definitions winning);
+* ``secretKeyRef`` and ``envFrom.secretRef`` are deliberately left out: the resolved environment
+  is written to a pod annotation and shown by ``kubectl logs``, both readable with rights on pods
+  only, and a Secret's value must not leak to those who may not read the Secret.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from everynode.api.quantity import int_value, milli_value
@@ -32,6 +37,9 @@ from everynode.api.quantity import int_value, milli_value
 Obj = dict[str, Any]
 
 RESOLVED_ENV_ANNOTATION = "everynode.io/resolved-env"
+# lookup(kind, namespace, name) -> the object or None (kind "configmap"; see mounts.py)
+Lookup = Callable[[str, str, str], Obj | None]
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 _SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
 _REF = re.compile(r"\$\$|\$\(([^)]*)\)")
@@ -99,8 +107,23 @@ def _resource_value(container: Obj, ref: Obj, allocatable: Obj) -> str | None:
     return str(-(-amount // div))
 
 
-def resolve_container_env(pod: Obj, container: Obj, *, allocatable: Obj | None = None) -> dict[str, str]:
+def _configmap_data(pod: Obj, name: str, lookup: Lookup | None) -> dict[str, str] | None:
+    if lookup is None:
+        return None
+    obj = lookup("configmap", (pod.get("metadata") or {}).get("namespace") or "", name)
+    return None if obj is None else dict(obj.get("data") or {})
+
+
+def resolve_container_env(pod: Obj, container: Obj, *, allocatable: Obj | None = None,
+                          lookup: Lookup | None = None) -> dict[str, str]:
     env: dict[str, str] = {}
+    for source in container.get("envFrom") or ():
+        ref = source.get("configMapRef")
+        data = _configmap_data(pod, (ref or {}).get("name") or "", lookup) if ref is not None else None
+        for key in sorted(data or ()):
+            name = f"{source.get('prefix') or ''}{key}"
+            if _ENV_NAME.match(name):
+                env[name] = (data or {})[key]
     for var in container.get("env") or ():
         name = var.get("name")
         if not name:
@@ -113,6 +136,9 @@ def resolve_container_env(pod: Obj, container: Obj, *, allocatable: Obj | None =
             v = field_value(pod, (src.get("fieldRef") or {}).get("fieldPath") or "")
         elif "resourceFieldRef" in src:
             v = _resource_value(container, src.get("resourceFieldRef") or {}, allocatable or {})
+        elif "configMapKeyRef" in src:
+            ref = src.get("configMapKeyRef") or {}
+            v = (_configmap_data(pod, ref.get("name") or "", lookup) or {}).get(ref.get("key") or "")
         else:
             v = None
         if v is not None:
@@ -120,17 +146,19 @@ def resolve_container_env(pod: Obj, container: Obj, *, allocatable: Obj | None =
     return env
 
 
-def resolve_environment(pod: Obj, *, allocatable: Obj | None = None) -> dict[str, dict[str, str]]:
+def resolve_environment(pod: Obj, *, allocatable: Obj | None = None,
+                        lookup: Lookup | None = None) -> dict[str, dict[str, str]]:
     """``{container name: {VAR: value}}`` for init and app containers that define ``env``."""
     spec = pod.get("spec") or {}
     out: dict[str, dict[str, str]] = {}
     for group in ("initContainers", "containers"):
         for c in spec.get(group) or ():
-            if c.get("env"):
-                out[c.get("name") or ""] = resolve_container_env(pod, c, allocatable=allocatable)
+            if c.get("env") or c.get("envFrom"):
+                out[c.get("name") or ""] = resolve_container_env(pod, c, allocatable=allocatable, lookup=lookup)
     return out
 
 
 def has_env(pod: Obj) -> bool:
     spec = pod.get("spec") or {}
-    return any(c.get("env") for group in ("initContainers", "containers") for c in spec.get(group) or ())
+    return any(c.get("env") or c.get("envFrom") for group in ("initContainers", "containers")
+               for c in spec.get(group) or ())

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.apiserver.http import VERSION_INFO
 from everynode.apiserver.service import ApiService
 from everynode.client.inprocess import InProcessClient
 from everynode.client.kit import Component
@@ -62,7 +63,7 @@ class ControlPlaneConfig:
     # How the simulated kubelets prove liveness: "writes" (Lease renewals and status reports at
     # upstream's pace), "modelled" (no write that would change nothing but a heartbeat time; node
     # lifecycle takes liveness from the kubelet simulation, with the same decisions — see
-    # everynode/kubelet/simulator.py), or "auto": modelled on a virtual-time loop, else writes.
+    # everynode/kubelet/nodeagent.py), or "auto": modelled on a virtual-time loop, else writes.
     heartbeats: str = "auto"
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
@@ -231,8 +232,14 @@ class ControlPlane:
         self.informers = SharedInformerFactory(client)
         enabled = [c for c in COMPONENTS if c not in cfg.disable]
 
-        def recorder(component: str) -> EventRecorder:
-            rec = EventRecorder(client, component=component, clock=clock)
+        # Each component writes as its upstream binary does, so managedFields name the same managers
+        # a real cluster's do (the manager is the user agent up to its first "/").
+        kcm = self.component_client("kube-controller-manager")
+        scheduler_client = self.component_client("kube-scheduler")
+        kubelet_client = self.component_client("kubelet")
+
+        def recorder(component: str, via: InProcessClient = kcm) -> EventRecorder:
+            rec = EventRecorder(via, component=component, clock=clock)
             self.recorders.append(rec)
             return rec
 
@@ -240,31 +247,31 @@ class ControlPlane:
             from everynode.controllers.garbagecollector import GarbageCollector
             from everynode.controllers.namespace import NamespaceController
 
-            self.components["garbage-collector"] = GarbageCollector(client, informers=self.informers, clock=clock)
-            self.components["namespace"] = NamespaceController(client, informers=self.informers, clock=clock)
+            self.components["garbage-collector"] = GarbageCollector(kcm, informers=self.informers, clock=clock)
+            self.components["namespace"] = NamespaceController(kcm, informers=self.informers, clock=clock)
         if "node-lifecycle" in enabled:
             from everynode.controllers.nodelifecycle import NodeLifecycleController
             from everynode.controllers.tainteviction import TaintEvictionController
 
             node_lifecycle = NodeLifecycleController(
-                client, informers=self.informers, clock=clock, recorder=recorder("node-controller"),
+                kcm, informers=self.informers, clock=clock, recorder=recorder("node-controller"),
                 grace_period=cfg.node_monitor_grace_period, monitor_period=cfg.node_monitor_period)
             self.components["node-lifecycle"] = node_lifecycle
             self.components["taint-eviction"] = TaintEvictionController(
-                client, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
+                kcm, informers=self.informers, clock=clock, recorder=recorder("taint-eviction-controller"))
         if "pod-gc" in enabled:
             from everynode.controllers.podgc import PodGC
 
-            self.components["pod-gc"] = PodGC(client, informers=self.informers, clock=clock,
+            self.components["pod-gc"] = PodGC(kcm, informers=self.informers, clock=clock,
                                               period=cfg.pod_gc_period, quarantine=cfg.pod_gc_quarantine)
         if "endpoints" in enabled:
             from everynode.controllers.endpoints import EndpointsController
             from everynode.controllers.endpointslice import EndpointSliceController
 
             self.components["endpoints"] = EndpointsController(
-                client, informers=self.informers, clock=clock, recorder=recorder("endpoint-controller"))
+                kcm, informers=self.informers, clock=clock, recorder=recorder("endpoint-controller"))
             self.components["endpointslice"] = EndpointSliceController(
-                client, informers=self.informers, clock=clock, recorder=recorder("endpointslice-controller"))
+                kcm, informers=self.informers, clock=clock, recorder=recorder("endpointslice-controller"))
         if cfg.dns_port is not None:
             from everynode.product.dns import DNSServer
 
@@ -272,32 +279,34 @@ class ControlPlane:
         if "scheduler" in enabled:
             from everynode.scheduler.scheduler import Scheduler
 
-            self.components["scheduler"] = Scheduler(client, clock=clock, informers=self.informers,
-                                                     recorder=recorder("default-scheduler"))
+            self.components["scheduler"] = Scheduler(scheduler_client, clock=clock, informers=self.informers,
+                                                     recorder=recorder("default-scheduler", scheduler_client))
         if "kubelet" in enabled:
             from everynode.kubelet.simulator import KubeletSimulator
 
-            kubelet = KubeletSimulator(client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
-                                       recorder=recorder("kubelet"), heartbeat_interval=cfg.heartbeat_interval,
+            kubelet = KubeletSimulator(kubelet_client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
+                                       recorder=recorder("kubelet", kubelet_client), heartbeat_interval=cfg.heartbeat_interval,
                                        lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
             self.components["kubelet"] = kubelet
+            assert self.service is not None
+            self.service.container_logs = kubelet  # pods/{name}/log asks the node's kubelet
             if kubelet.modelled and "node-lifecycle" in self.components:
                 node_lifecycle.use_heartbeat_model(kubelet)
         if "daemonset" in enabled:
             from everynode.controllers.daemonset.controller import DaemonSetController
 
-            self.components["daemonset"] = DaemonSetController(client, clock=clock, informers=self.informers,
+            self.components["daemonset"] = DaemonSetController(kcm, clock=clock, informers=self.informers,
                                                                recorder=recorder("daemonset-controller"),
                                                                full_resync_period=self._full_resync_period())
         if "replicaset" in enabled:
             from everynode.controllers.replicaset import ReplicaSetController
 
-            self.components["replicaset"] = ReplicaSetController(client, clock=clock, informers=self.informers,
+            self.components["replicaset"] = ReplicaSetController(kcm, clock=clock, informers=self.informers,
                                                                  recorder=recorder("replicaset-controller"))
         if "deployment" in enabled:
             from everynode.controllers.deployment.controller import DeploymentController
 
-            self.components["deployment"] = DeploymentController(client, clock=clock, informers=self.informers,
+            self.components["deployment"] = DeploymentController(kcm, clock=clock, informers=self.informers,
                                                                  recorder=recorder("deployment-controller"))
         for name, component in self.components.items():
             say(f"starting {name}")
@@ -307,6 +316,12 @@ class ControlPlane:
                 raise ControlPlaneError(f"{name}: cannot listen on {cfg.host}:{cfg.dns_port}: {e.strerror or e}") from None
         if "dns" in self.components:
             say(f"cluster DNS: {cfg.host}:{self.dns_port} (zone cluster.local)")
+
+    def component_client(self, binary: str) -> InProcessClient:
+        """A client of the API service that writes as ``binary`` (``kubelet``, ``kube-scheduler``,
+        ``kube-controller-manager``) does: its user agent, hence its managedFields manager."""
+        assert self.service is not None
+        return InProcessClient(self.service, user_agent=f"{binary}/{VERSION_INFO['gitVersion']} (linux/amd64) kubernetes/everynode")
 
     def _full_resync_period(self) -> float:
         """The DaemonSet controller's safety-net full pass: every 5 minutes on a real clock, every

@@ -68,7 +68,7 @@ from everynode.apiserver.tables import parse_time
 from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
 from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
 from everynode.controllers.daemonset.placement import Placement
-from everynode.kubelet.simulator import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
+from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
 from everynode.product.plan_load import LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out

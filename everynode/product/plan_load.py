@@ -40,7 +40,7 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.api.node import is_node_ready
 from everynode.client.base import Client
-from everynode.kubelet.simulator import EXTERNAL, KUBELET_ANNOTATION, STOPPED
+from everynode.kubelet.nodeagent import EXTERNAL, KUBELET_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects
 
 Obj = dict[str, Any]

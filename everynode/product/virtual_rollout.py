@@ -11,7 +11,7 @@ virtual time, so the expectation is
 
 (tests/integration/test_virtual_time.py checks it for maxUnavailable 1).  Wall time is what the
 simulated cluster really does: with modelled heartbeats (the default in virtual time, see
-``everynode/kubelet/simulator.py``) a healthy node costs nothing per simulated second, so the
+``everynode/kubelet/nodeagent.py``) a healthy node costs nothing per simulated second, so the
 wall time grows with the rollout's own writes, O(N) for the whole rollout, not O(N²).
 
 One piece of code for ``everynode bench plan`` and ``benchmarks/virtual_rollout.py``.

@@ -14,7 +14,7 @@ from everynode.client.informer import SharedInformerFactory
 from everynode.client.inprocess import InProcessClient
 from everynode.clock import parse_rfc3339
 from everynode.kubelet import KubeletSimulator
-from everynode.kubelet.simulator import backoff_delay
+from everynode.kubelet.podlifecycle import backoff_delay
 from everynode.scheduler import Scheduler
 from everynode.storage.memory import MemoryStore
 from everynode.virtualtime import run_virtual, virtual_clock

@@ -5,6 +5,9 @@ Why not an ordinary update: a binding sets ``spec.nodeName`` (which a pod update
 merges the Binding's annotations and sets ``PodScheduled=True`` in one write, and refuses a pod
 that is being deleted, already bound or still gated.  A concurrent write is retried on the fresh
 pod unless the Binding named a resourceVersion (GuaranteedUpdate); errors name ``pods/binding``.
+The pod's managedFields are not touched: upstream writes the bound pod straight to storage
+(``GuaranteedUpdate``), below the handlers that track field managers, so a real pod shows no
+``kube-scheduler`` entry for its binding.
 """
 
 from __future__ import annotations
@@ -15,10 +18,9 @@ from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.registry import ResourceType
-from everynode.apiserver.patch import record_managed_fields
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.pod.strategy import with_condition
-from everynode.apiserver.registry.options import RequestOptions, manager
+from everynode.apiserver.registry.options import RequestOptions
 from everynode.storage.base import ConflictError, NotFoundError
 
 Obj = dict[str, Any]
@@ -64,8 +66,6 @@ async def bind(ctx: ServerContext, pods: ResourceType, namespace: str, name: str
         new["metadata"] = new_md
         new["status"] = with_condition(pod.get("status") or {}, {"type": "PodScheduled", "status": "True"},
                                        ctx.now())
-        new = record_managed_fields(pod, new, manager=manager(opts), operation="Update", now=ctx.now(),
-                                    api_version=pods.api_version, kind=pods.kind, subresource="binding")
         if opts.dry_run:
             return
         try:
