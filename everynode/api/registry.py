@@ -98,6 +98,12 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    # rbac.authorization.k8s.io: no short names, no categories (kube-apiserver 1.33 discovery).
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 "clusterrolebinding", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
 )
 
 def _names(rt: ResourceType) -> list[str]:

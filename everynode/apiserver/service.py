@@ -31,7 +31,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from everynode.api import errors
+from everynode.api import errors, rbac_bootstrap
 from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.admission import Admission, system_priority_classes
 from everynode.apiserver.clusterip import ClusterIPAllocator
@@ -51,6 +51,8 @@ Obj = dict[str, Any]
 NAMESPACES = resource("namespaces")
 PRIORITY_CLASSES = resource("priorityclasses.scheduling.k8s.io")
 SERVICES = resource("services")
+CLUSTER_ROLES = resource("clusterroles.rbac.authorization.k8s.io")
+CLUSTER_ROLE_BINDINGS = resource("clusterrolebindings.rbac.authorization.k8s.io")
 SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -108,6 +110,13 @@ class ApiService:
                          "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
                          "sessionAffinity": "None", "type": "ClusterIP"},
             }, opts)
+        # The bootstrap policy (upstream's rbac/bootstrap-roles post-start hook), with the
+        # aggregated roles' rules already filled in since no aggregation controller runs.
+        for rt, objs in ((CLUSTER_ROLES, rbac_bootstrap.cluster_roles(aggregated=True)),
+                         (CLUSTER_ROLE_BINDINGS, rbac_bootstrap.cluster_role_bindings())):
+            for obj in objs:
+                if self.store.get(rt.key, "", obj["metadata"]["name"]) is None:
+                    await self._seed_one(rt, obj, opts)
         self._seeded = True
 
     async def _seed_one(self, rt: ResourceType, body: Obj, opts: RequestOptions) -> None:

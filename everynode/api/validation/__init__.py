@@ -21,7 +21,7 @@ from typing import Any
 from everynode.api.field import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, core, other, pod
+from everynode.api.validation import apps, core, other, pod, rbac
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -55,6 +55,10 @@ _CREATE: dict[str, CreateFn] = {
     "leases.coordination.k8s.io": other.validate_lease_create,
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_create,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_create,
+    "roles.rbac.authorization.k8s.io": rbac.validate_role_create,
+    "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_create,
+    "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_create,
+    "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_create,
 }
 
 _UPDATE: dict[str, UpdateFn] = {
@@ -73,6 +77,10 @@ _UPDATE: dict[str, UpdateFn] = {
     "leases.coordination.k8s.io": other.validate_lease_update,
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_update,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
+    "roles.rbac.authorization.k8s.io": rbac.validate_role_update,
+    "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_update,
+    "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_update,
+    "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_update,
 }
 
 _STATUS_UPDATE: dict[str, UpdateFn] = {
