@@ -104,6 +104,15 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    # authorization.k8s.io: create-only, never stored (pkg/registry/authorization).
+    ResourceType("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+                 "localsubjectaccessreview", True, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                 "selfsubjectaccessreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+                 "selfsubjectrulesreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+                 "subjectaccessreview", False, verbs=("create",)),
 )
 
 def _names(rt: ResourceType) -> list[str]:

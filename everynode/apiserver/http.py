@@ -43,9 +43,13 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.impersonation import impersonate
 from everynode.api.names import name_is_path_segment
+from everynode.api.rbac import UserInfo, forbidden_error
 from everynode.api.registry import ResourceType, by_group_plural
+from everynode.api.request_info import RequestInfoError, request_attributes
 from everynode.apiserver import discovery, openapi, tables
+from everynode.apiserver.authorization import ADMIN, RBAC
 from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
 from everynode.apiserver.decoding import media_type as _media_type
 from everynode.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -57,6 +61,8 @@ log = logging.getLogger(__name__)
 
 CACHE_CONTROL = "no-cache, private"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+_REQUESTER: Any = (web.RequestKey("everynode_requester", UserInfo) if hasattr(web, "RequestKey")
+                   else "everynode_requester")
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 REQUEST_TIMEOUT = 60.0  # --request-timeout: a non-watch request is answered 504 after this
 REQUEST_TIMEOUT_MESSAGE = "Timeout: request did not complete within requested timeout - context deadline exceeded"
@@ -185,6 +191,7 @@ class ApiHttp:
         self.ready = True
         self.server_address = server_address
         self.request_timeout = REQUEST_TIMEOUT
+        self.rbac = service.authorizer.mode == RBAC
 
     # -- entry point ----------------------------------------------------------------------------
 
@@ -213,6 +220,33 @@ class ApiHttp:
             self.metrics.observe(**labels, code=response.status, seconds=time.perf_counter() - started)
         return response
 
+    def _requester(self, request: web.Request) -> UserInfo:
+        """The user the request acts as: the token's (the admin), or whom ``Impersonate-*``
+        headers name once the admin may impersonate them (``WithImpersonation``).  Resolved once
+        per request, and only where it matters: every request under RBAC, the reviews otherwise."""
+        user = request.get(_REQUESTER)
+        if user is None:
+            user = ADMIN
+            if any(name[:12].lower() == "impersonate-" for name in request.headers):
+                user = impersonate(ADMIN, request.headers.items(), self.service.authorizer.authorize) or ADMIN
+            request[_REQUESTER] = user
+        return user
+
+    def _authorize(self, request: web.Request, path: str) -> web.Response | None:
+        """``WithAuthorization`` under ``--authorization rbac``: the request's attributes
+        (``WithRequestInfo``), then the authorizer; a 403 Status when it is not allowed."""
+        user = self._requester(request)
+        try:
+            attrs = request_attributes(user, request.method, path,
+                                       {k: request.query.getall(k) for k in request.query})
+        except RequestInfoError as e:
+            return text_response(f'Internal Server Error: "{request.path_qs}": failed to create RequestInfo: {e}',
+                                 status=500)
+        answer = self.service.authorizer.authorize(attrs)
+        if not answer.allowed:
+            raise forbidden_error(attrs, answer.reason)
+        return None
+
     def _credential(self, request: web.Request) -> bool | None:
         """True for the right bearer token, False for a wrong one, None when none is presented.
 
@@ -239,6 +273,10 @@ class ApiHttp:
                 return response
         if not credential:
             raise errors.unauthorized()
+        if self.rbac:
+            forbidden = self._authorize(request, path)
+            if forbidden is not None:
+                return forbidden
         parts = [p for p in path.split("/") if p]
         if not parts:
             return json_response({"paths": self._root_paths()})
@@ -453,6 +491,8 @@ class ApiHttp:
 
     async def _create(self, request: web.Request, req: Request, warnings: list[str]) -> web.Response:
         opts = self._options(request, "CreateOptions")
+        if req.rt.group == "authorization.k8s.io":
+            opts.requester = self._requester(request)
         body = decode_body(await self._read_body(request), request.headers.get("Content-Type"), kind=req.rt.kind)
         obj = await self.service.create(req.rt, req.namespace or "", body, opts=opts)
         warnings.extend(opts.warnings)

@@ -34,6 +34,7 @@ from typing import Any
 from everynode.api import errors, rbac_bootstrap
 from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.admission import Admission, system_priority_classes
+from everynode.apiserver.authorization import ALWAYS_ALLOW, new_authorizer
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry import watch as watching
 from everynode.apiserver.registry.context import ServerContext
@@ -57,13 +58,16 @@ SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class ApiService:
-    def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0) -> None:
+    def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0,
+                 authorization: str = ALWAYS_ALLOW) -> None:
         self.store = store
         self.clock = clock
         self.admission = Admission(store)
         self.cluster_ips = ClusterIPAllocator()
+        self.authorizer = new_authorizer(authorization, store)
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
-                                     bookmark_interval=bookmark_interval, ready=self._ready)
+                                     bookmark_interval=bookmark_interval, ready=self._ready,
+                                     authorizer=self.authorizer)
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None

@@ -88,3 +88,45 @@ def test_binding_defaults_and_validation(kubectl: Kubectl) -> None:
     bad = kubectl("replace", "-f", "-", input=json.dumps(manifest), check=False)
     assert bad.returncode != 0
     assert "roleRef: Invalid value" in bad.stderr and "cannot change roleRef" in bad.stderr
+
+
+# -- authorization.k8s.io reviews and --authorization rbac --------------------------------------
+
+SA = "system:serviceaccount:monitoring:node-exporter"
+
+
+def test_can_i_under_always_allow_answers_yes_for_everyone(kubectl: Kubectl) -> None:
+    # kube-apiserver with AlwaysAllow allows every review, whoever it is about.
+    assert kubectl("auth", "can-i", "list", "pods").stdout.strip() == "yes"
+    assert kubectl("auth", "can-i", "delete", "nodes", "--as", SA).stdout.strip() == "yes"
+    rules = kubectl("auth", "can-i", "--list", "-n", "default").stdout
+    assert "*.*" in rules and "[*]" in rules
+
+
+def test_can_i_evaluates_rbac_and_rbac_mode_refuses(rbac_kubectl: Kubectl, tmp_path: Path) -> None:
+    kubectl = rbac_kubectl
+    # the admin is in system:masters: allowed everything, before and after any RBAC object
+    assert kubectl("auth", "can-i", "list", "pods").stdout.strip() == "yes"
+    assert kubectl("get", "nodes").returncode == 0
+    # a service account nobody bound yet: refused by reviews and by the server itself
+    no = kubectl("auth", "can-i", "list", "nodes", "--as", SA, check=False)
+    assert (no.returncode, no.stdout.strip()) == (1, "no")
+    refused = kubectl("get", "nodes", "--as", SA, check=False)
+    assert refused.returncode == 1
+    assert ('nodes is forbidden: User "system:serviceaccount:monitoring:node-exporter" cannot list '
+            'resource "nodes" in API group "" at the cluster scope') in refused.stderr
+    # node-exporter's own RBAC grants it nothing on nodes; a ClusterRoleBinding to view-nodes does
+    manifest = tmp_path / "node-exporter.yaml"
+    manifest.write_text(_without_network_policies(NODE_EXPORTER.read_text()))
+    kubectl("apply", "-f", str(manifest))
+    assert kubectl("auth", "can-i", "create", "subjectaccessreviews", "--as", SA).stdout.strip() == "yes"
+    assert kubectl("auth", "can-i", "list", "nodes", "--as", SA, check=False).stdout.strip() == "no"
+    kubectl("create", "clusterrole", "node-reader", "--verb=get,list,watch", "--resource=nodes")
+    kubectl("create", "clusterrolebinding", "node-exporter-reads-nodes", "--clusterrole=node-reader",
+            "--serviceaccount=monitoring:node-exporter")
+    assert kubectl("auth", "can-i", "list", "nodes", "--as", SA).stdout.strip() == "yes"
+    assert kubectl("get", "nodes", "--as", SA).returncode == 0
+    assert kubectl("auth", "can-i", "delete", "nodes", "--as", SA, check=False).stdout.strip() == "no"
+    # and the binding's removal is in force for the very next request
+    kubectl("delete", "clusterrolebinding", "node-exporter-reads-nodes")
+    assert kubectl("get", "nodes", "--as", SA, check=False).returncode == 1

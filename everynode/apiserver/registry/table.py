@@ -19,6 +19,7 @@ from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
+from everynode.apiserver.registry.authorization.reviews import ReviewStore
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
@@ -45,6 +46,7 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("events", Strategy(allow_create_on_update=True)),
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
         with_strategy("leases.coordination.k8s.io", Strategy(allow_create_on_update=True)),
+        *(ReviewStore(rt, ctx) for rt in RESOURCES if rt.group == "authorization.k8s.io"),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
