@@ -154,6 +154,7 @@ def version() -> None:
 
 
 from everynode.product.commands_node import node_group  # noqa: E402
+from everynode.product.commands_plan import plan_command  # noqa: E402
 from everynode.product.commands_status import status  # noqa: E402
 from everynode.product.commands_why import why  # noqa: E402
 from everynode.product.controller_cmd import controller_command  # noqa: E402
@@ -162,6 +163,7 @@ main.add_command(node_group)
 main.add_command(status)
 main.add_command(controller_command)
 main.add_command(why)
+main.add_command(plan_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,11 @@ class ControlPlane:
         dns = self.components.get("dns")
         return dns.port if dns is not None else None
 
-    async def start(self, *, progress: Progress | None = None) -> None:
+    async def start(self, *, progress: Progress | None = None,
+                    seed: Callable[[InProcessClient], Awaitable[None]] | None = None) -> None:
+        """Start everything; ``seed(client)``, when given, writes objects after the nodes and before
+        any controller starts, so that the controllers' first look already sees them (``plan``
+        loads a cluster snapshot this way and the controllers adopt it instead of repairing it)."""
         say = progress or (lambda _msg: None)
         cfg = self.config
         unknown = set(cfg.disable) - set(COMPONENTS)
@@ -127,6 +131,8 @@ class ControlPlane:
         if cfg.serve_http:
             await self._serve(say)
         await self._ensure_nodes(say)
+        if seed is not None:
+            await seed(self.client)
         await self._start_components(say)
         self.ready = True
         if self.server is not None and hasattr(self.server, "set_ready"):
