@@ -90,7 +90,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
     ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
-    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",),
+                 subresources=(Subresource("token", "TokenRequest", ("create",), group="authentication.k8s.io",
+                                           version="v1"),)),
     ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("all",),
                  subresources=(_status("DaemonSet"),)),
     ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
@@ -113,6 +115,11 @@ RESOURCES: tuple[ResourceType, ...] = (
                  "selfsubjectrulesreview", False, verbs=("create",)),
     ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
                  "subjectaccessreview", False, verbs=("create",)),
+    # authentication.k8s.io: create-only, never stored (pkg/registry/authentication).
+    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
+                 False, verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False,
+                 verbs=("create",)),
 )
 
 def _names(rt: ResourceType) -> list[str]:

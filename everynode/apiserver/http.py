@@ -55,6 +55,7 @@ from everynode.apiserver.decoding import media_type as _media_type
 from everynode.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from everynode.apiserver.metrics import ApiRequestMetrics
 from everynode.apiserver.service import ApiService, RequestOptions
+from everynode.apiserver.serviceaccount_tokens import InvalidToken
 from everynode.storage.base import WatchEvent
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ CACHE_CONTROL = "no-cache, private"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 _REQUESTER: Any = (web.RequestKey("everynode_requester", UserInfo) if hasattr(web, "RequestKey")
                    else "everynode_requester")
+_AUTHENTICATED: Any = (web.RequestKey("everynode_authenticated", UserInfo) if hasattr(web, "RequestKey")
+                       else "everynode_authenticated")
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 REQUEST_TIMEOUT = 60.0  # --request-timeout: a non-watch request is answered 504 after this
 REQUEST_TIMEOUT_MESSAGE = "Timeout: request did not complete within requested timeout - context deadline exceeded"
@@ -221,14 +224,15 @@ class ApiHttp:
         return response
 
     def _requester(self, request: web.Request) -> UserInfo:
-        """The user the request acts as: the token's (the admin), or whom ``Impersonate-*``
-        headers name once the admin may impersonate them (``WithImpersonation``).  Resolved once
-        per request, and only where it matters: every request under RBAC, the reviews otherwise."""
+        """The user the request acts as: the token's (the admin's or a service account's), or
+        whom ``Impersonate-*`` headers name once that user may impersonate them
+        (``WithImpersonation``).  Resolved once per request, and only where it matters: every
+        request under RBAC, writes and the reviews otherwise."""
         user = request.get(_REQUESTER)
         if user is None:
-            user = ADMIN
+            user = request.get(_AUTHENTICATED) or ADMIN
             if any(name[:12].lower() == "impersonate-" for name in request.headers):
-                user = impersonate(ADMIN, request.headers.items(), self.service.authorizer.authorize) or ADMIN
+                user = impersonate(user, request.headers.items(), self.service.authorizer.authorize) or user
             request[_REQUESTER] = user
         return user
 
@@ -248,7 +252,9 @@ class ApiHttp:
         return None
 
     def _credential(self, request: web.Request) -> bool | None:
-        """True for the right bearer token, False for a wrong one, None when none is presented.
+        """True for a bearer token that authenticates (the admin's, or a service account's
+        token that TokenRequest signed, ``serviceaccount_tokens.py``), False for one that does
+        not, None when none is presented.  The user it names is kept on the request.
 
         Parsed as upstream's bearertoken authenticator does: the trimmed header split on spaces,
         a case-insensitive ``bearer`` scheme, the second field the token; any other header
@@ -258,7 +264,18 @@ class ApiHttp:
         parts = request.headers.get("Authorization", "").strip().split(" ")
         if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
             return None
-        return hmac.compare_digest(parts[1].encode("utf-8", "backslashreplace"), self.token)
+        if hmac.compare_digest(parts[1].encode("utf-8", "backslashreplace"), self.token):
+            return True
+        service = self.service
+        try:
+            user = service.context.tokens.authenticate(parts[1], service.store, now=service.clock.now())
+        except InvalidToken as e:
+            log.info("service account token refused: %s", e)
+            return False
+        if user is None:
+            return False
+        request[_AUTHENTICATED] = user
+        return True
 
     async def _dispatch(self, request: web.Request, warnings: list[str]) -> web.StreamResponse:
         path = request.path
@@ -483,7 +500,7 @@ class ApiHttp:
             raise errors.invalid(kind, "meta.k8s.io", "", errs)
         return RequestOptions(dry_run=bool(dry_run), field_manager=manager,
                               field_validation=validation or None, force=go_bool(query.get("force")),
-                              user_agent=request.headers.get("User-Agent", ""))
+                              user_agent=request.headers.get("User-Agent", ""), requester=self._requester(request))
 
     async def _read_body(self, request: web.Request) -> bytes:
         check_size(request.content_length)
@@ -491,8 +508,6 @@ class ApiHttp:
 
     async def _create(self, request: web.Request, req: Request, warnings: list[str]) -> web.Response:
         opts = self._options(request, "CreateOptions")
-        if req.rt.group == "authorization.k8s.io":
-            opts.requester = self._requester(request)
         body = decode_body(await self._read_body(request), request.headers.get("Content-Type"), kind=req.rt.kind)
         obj = await self.service.create(req.rt, req.namespace or "", body, opts=opts)
         warnings.extend(opts.warnings)

@@ -140,6 +140,22 @@ SELF_SUBJECT_RULES_REVIEW: Table = {
     1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", {1: ("namespace", "str", None, "")}, ""),
 }
 
+BOUND_OBJECT_REFERENCE: Table = {
+    1: ("kind", "str", None, ""), 2: ("apiVersion", "str", None, ""), 3: ("name", "str", None, ""),
+    4: ("uid", "str", None, ""),
+}
+TOKEN_REQUEST: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {1: ("audiences", "str", None, "rep"), 4: ("expirationSeconds", "int", None, "ptr"),
+                        3: ("boundObjectRef", "msg", BOUND_OBJECT_REFERENCE, "")}, ""),
+}
+
+TOKEN_REVIEW: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {1: ("token", "str", None, ""), 2: ("audiences", "str", None, "rep")}, ""),
+}
+SELF_SUBJECT_REVIEW: Table = {1: ("metadata", "msg", OBJECT_META, "")}
+
 KINDS: dict[str, Table] = {
     "Namespace": NAMESPACE,
     "ConfigMap": CONFIG_MAP,
@@ -156,6 +172,9 @@ KINDS: dict[str, Table] = {
     "SubjectAccessReview": SUBJECT_ACCESS_REVIEW,
     "LocalSubjectAccessReview": SUBJECT_ACCESS_REVIEW,
     "SelfSubjectRulesReview": SELF_SUBJECT_RULES_REVIEW,
+    "TokenRequest": TOKEN_REQUEST,
+    "TokenReview": TOKEN_REVIEW,
+    "SelfSubjectReview": SELF_SUBJECT_REVIEW,
 }
 
 _UNKNOWN: Table = {

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from everynode.api import errors, rbac_bootstrap
@@ -42,6 +43,7 @@ from everynode.apiserver.registry.core.service import cluster_ips_of
 from everynode.apiserver.registry.generic import ResourceStore
 from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.table import Registry, builtin_stores
+from everynode.apiserver.serviceaccount_tokens import TokenIssuer, load_or_create_key
 from everynode.clock import Clock
 from everynode.storage.base import Predicate, Store, WatchEvent
 
@@ -59,15 +61,17 @@ SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 class ApiService:
     def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0,
-                 authorization: str = ALWAYS_ALLOW) -> None:
+                 authorization: str = ALWAYS_ALLOW, service_account_key_dir: Path | None = None,
+                 service_account_admission: bool = False) -> None:
         self.store = store
         self.clock = clock
-        self.admission = Admission(store)
+        self.admission = Admission(store, service_accounts=service_account_admission)
         self.cluster_ips = ClusterIPAllocator()
         self.authorizer = new_authorizer(authorization, store)
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
                                      bookmark_interval=bookmark_interval, ready=self._ready,
-                                     authorizer=self.authorizer)
+                                     authorizer=self.authorizer,
+                                     tokens=TokenIssuer(load_or_create_key(service_account_key_dir)))
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
         self._seeded = False
         self._seed_task: asyncio.Future[None] | None = None

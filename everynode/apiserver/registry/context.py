@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from everynode.apiserver.admission import Admission
 from everynode.apiserver.authorization import AlwaysAllow, Authorizer
+from everynode.apiserver.serviceaccount_tokens import TokenIssuer, load_or_create_key
 from everynode.clock import Clock
 from everynode.storage.base import Store
 
@@ -31,6 +32,8 @@ class ServerContext:
     """Awaited by every request before it reads or writes: the built-in objects are seeded."""
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
     """``--authorization``: what the HTTP layer and the review resources ask."""
+    tokens: TokenIssuer = field(default_factory=lambda: TokenIssuer(load_or_create_key(None)))
+    """Signs TokenRequest's service-account tokens and authenticates them."""
 
     def now(self) -> str:
         return self.clock.rfc3339()
