@@ -45,7 +45,7 @@ from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api.impersonation import impersonate
 from everynode.api.names import name_is_path_segment
-from everynode.api.rbac import UserInfo, forbidden_error
+from everynode.api.rbac import UserInfo, forbidden_error, with_authenticated_group
 from everynode.api.registry import ResourceType, by_group_plural
 from everynode.api.request_info import RequestInfoError, request_attributes
 from everynode.apiserver import discovery, openapi, tables
@@ -261,6 +261,13 @@ class ApiHttp:
         (Basic, a bare ``Bearer``, an empty token) presents no bearer token at all."""
         if self.token is None:
             return True
+        transport = request.transport
+        peer = transport.get_extra_info("peercert") if transport is not None else None
+        if peer:  # verified against the cluster CA by the TLS layer (x509 comes first upstream)
+            user = client_certificate_user(peer)
+            if user is not None:
+                request[_AUTHENTICATED] = user
+                return True
         parts = request.headers.get("Authorization", "").strip().split(" ")
         if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
             return None
@@ -644,6 +651,21 @@ class ApiHttp:
                                 resource_version=event.object.get("metadata", {}).get("resourceVersion", ""),
                                 include_object=include_object, include_columns=columns)
         return orjson.dumps({"type": event.type, "object": table}) + b"\n"
+
+
+def client_certificate_user(peer: dict[str, Any]) -> UserInfo | None:
+    """``x509.CommonNameUserConversion``: the subject's CN is the user, each O a group (in
+    order); a certificate without a CN authenticates nobody."""
+    name, groups = "", []
+    for rdn in peer.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None
+    return with_authenticated_group(UserInfo(name, tuple(groups)))
 
 
 def _request_timeout(value: str | None, default: float) -> float:

@@ -158,6 +158,17 @@ def test_a_service_account_token_is_authorized_by_rbac(up: Up, version: str) -> 
             'cannot list resource "pods" in API group "" in the namespace "kube-system"') in refused.stderr
     can = up.kubectl("auth", "can-i", "create", "subjectaccessreviews", token=token, version=version)
     assert can.stdout.strip() == "yes"
+    if version == "1.33":  # SelfSubjectReview is GA (authentication.k8s.io/v1) from 1.28
+        whoami = up.kubectl("auth", "whoami", "-o", "json", token=token, version=version).stdout
+        info = json.loads(whoami)["status"]["userInfo"]
+        assert info["username"] == SA
+        assert info["groups"] == ["system:serviceaccounts", "system:serviceaccounts:monitoring",
+                                  "system:authenticated"]
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    reviewed = json.loads(up.kubectl("create", "-f", "-", "-o", "json", input=json.dumps(review),
+                                     version=version).stdout)
+    assert reviewed["status"]["authenticated"] is True
+    assert reviewed["status"]["user"]["username"] == SA
     short = up.kubectl("create", "token", "node-exporter", "-n", "monitoring", "--duration=1m",
                        version=version, check=False)
     assert short.returncode == 1
@@ -237,3 +248,32 @@ def test_cluster_role_aggregation_is_kept_current(up: Up) -> None:
     assert _eventually(lambda: rules() == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
     up.kubectl("delete", "clusterrole", f"{label}-part")
     _eventually(lambda: rules() == [])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_client_certificate_of_the_cluster_ca_authenticates_its_subject(up: Up, version: str) -> None:
+    from everynode.apiserver.tls import client_certificate
+
+    admin = yaml.safe_load(up.kubeconfig.read_text())
+    cert, key = client_certificate(up.data_dir / "pki", user="jane", groups=("dev", "qa"))
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"], "current-context": "jane",
+              "contexts": [{"name": "jane", "context": {"cluster": admin["clusters"][0]["name"], "user": "jane"}}],
+              "users": [{"name": "jane", "user": {"client-certificate-data": base64.b64encode(cert).decode(),
+                                                  "client-key-data": base64.b64encode(key).decode()}}]}
+    path = up.data_dir / f"jane-{version}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    binary = kubectl_path(version)
+    run = [str(binary), "--kubeconfig", str(path), "--cache-dir", str(up.data_dir / f"cache-jane-{version}")]
+    refused = subprocess.run([*run, "get", "pods", "-n", "default"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert ('pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace '
+            '"default"') in refused.stderr
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "x"}}
+    assert subprocess.run([*run, "create", "-f", "-", "-o", "json"], input=json.dumps(review), capture_output=True,
+                          text=True, timeout=60).returncode == 0  # system:basic-user: every authenticated user
+    masters, masters_key = client_certificate(up.data_dir / "pki", user="root", groups=("system:masters",))
+    config["users"][0]["user"] = {"client-certificate-data": base64.b64encode(masters).decode(),
+                                  "client-key-data": base64.b64encode(masters_key).decode()}
+    path.write_text(yaml.safe_dump(config))
+    allowed = subprocess.run([*run, "get", "pods", "-n", "default"], capture_output=True, text=True, timeout=60)
+    assert allowed.returncode == 0, allowed.stderr

@@ -80,3 +80,33 @@ def test_aggregation_follows_the_selected_roles() -> None:
             assert {m["manager"] for m in role["metadata"]["managedFields"]} >= {"clusterrole-aggregation-controller"}
 
     run_virtual(scenario())
+
+
+def test_a_daemonset_whose_account_appears_later_converges() -> None:
+    """Pods naming a missing account are refused; the DaemonSet controller retries (as upstream's
+    does after FailedCreate) and converges once the account exists."""
+    async def scenario() -> None:
+        async with Cluster(nodes=2, control_planes=0, virtual_time=True) as cluster:
+            client = cluster.plane.client
+            await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "late"}})
+            await client.create("daemonsets.apps", {
+                "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "late"},
+                "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                         "template": {"metadata": {"labels": {"app": "agent"}},
+                                      "spec": {"serviceAccountName": "agent",
+                                               "containers": [{"name": "a", "image": "agent:1"}]}}}})
+            await asyncio.sleep(5)
+            assert (await client.list("pods", namespace="late"))["items"] == []
+            events = (await client.list("events", namespace="late"))["items"]
+            assert any(e["reason"] == "FailedCreate" and 'serviceaccount "agent" not found' in e["message"]
+                       for e in events)
+            await client.create("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount",
+                                                    "metadata": {"name": "agent", "namespace": "late"}})
+            for _ in range(600):
+                ds = await client.get("daemonsets.apps", "agent", namespace="late")
+                if (ds.get("status") or {}).get("numberReady") == 2:
+                    break
+                await asyncio.sleep(0.5)
+            assert ds["status"]["numberReady"] == 2
+
+    run_virtual(scenario())
