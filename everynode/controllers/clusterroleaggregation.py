@@ -20,7 +20,7 @@ from typing import Any
 from everynode.api.rbac_aggregation import FIELD_MANAGER, aggregated_rules, aggregation_selectors, rules_equal
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.workqueue import WorkQueue, run_worker, wait_queue_idle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -61,14 +61,7 @@ class ClusterRoleAggregationController:
 
     async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
         """Wait until no role is queued or processing for ``settle`` polls in a row (tests)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.005)
-            quiet = quiet + 1 if self.queue.depth == 0 and self.queue.processing == 0 else 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"clusterrole aggregation controller not idle: {self.queue!r}")
+        await wait_queue_idle(self.queue, timeout=timeout, settle=settle)
 
     async def _worker(self) -> None:
         def failed(key: Any, exc: Exception, _retried: bool) -> None:

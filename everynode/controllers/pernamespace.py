@@ -25,7 +25,7 @@ from typing import Any
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.workqueue import WorkQueue, run_worker, wait_queue_idle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -99,14 +99,7 @@ class PerNamespaceObjectController:
 
     async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
         """Wait until no namespace is queued or processing for ``settle`` polls in a row (tests)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.005)
-            quiet = quiet + 1 if self.queue.depth == 0 and self.queue.processing == 0 else 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"{self.queue_name} controller not idle: {self.queue!r}")
+        await wait_queue_idle(self.queue, timeout=timeout, settle=settle)
 
     async def _worker(self) -> None:
         def failed(key: Any, exc: Exception, retried: bool) -> None:

@@ -12,7 +12,6 @@ import base64
 import json
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ import yaml
 
 from tests.e2e.conftest import kubectl_path
 from tests.support.up import start_up, stop
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ["1.33", "1.27"]
@@ -67,22 +67,11 @@ def _without_network_policies(manifest: str) -> str:
     return "\n---".join(d for d in manifest.split("\n---") if "\nkind: NetworkPolicy" not in d)
 
 
-def _eventually(check, *, timeout: float = 20.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     cluster = Up(tmp_path_factory.mktemp("up-rbac"))
     try:
-        _eventually(lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).stdout == "ok")
+        wait_until(lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).stdout == "ok")
         manifest = cluster.data_dir / "node-exporter.yaml"
         manifest.write_text(_without_network_policies(realworld("01-node-exporter.yaml").read_text()))
         cluster.kubectl("apply", "-f", str(manifest))
@@ -104,10 +93,10 @@ def test_every_namespace_has_its_default_account_and_the_root_ca(up: Up) -> None
     assert cm["data"] == {"ca.crt": ca}
     # edited → repaired; deleted → recreated
     up.kubectl("patch", "configmap", "kube-root-ca.crt", "-n", ns, "--type=merge", "-p", '{"data":{"ca.crt":"x"}}')
-    _eventually(lambda: json.loads(up.kubectl("get", "cm", "kube-root-ca.crt", "-n", ns, "-o", "json").stdout)
+    wait_until(lambda: json.loads(up.kubectl("get", "cm", "kube-root-ca.crt", "-n", ns, "-o", "json").stdout)
                 ["data"] == {"ca.crt": ca})
     up.kubectl("delete", "sa", "default", "-n", ns)
-    _eventually(lambda: up.kubectl("get", "sa", "default", "-n", ns, check=False).returncode == 0)
+    wait_until(lambda: up.kubectl("get", "sa", "default", "-n", ns, check=False).returncode == 0)
     pod = json.loads(up.kubectl("get", "pod", "web", "-n", ns, "-o", "json").stdout)
     assert pod["spec"]["serviceAccountName"] == "default"
     volume = pod["spec"]["volumes"][-1]
@@ -245,9 +234,9 @@ def test_cluster_role_aggregation_is_kept_current(up: Up) -> None:
     def rules() -> list[dict[str, list[str]]]:
         return json.loads(up.kubectl("get", "clusterrole", label, "-o", "json").stdout).get("rules") or []
 
-    assert _eventually(lambda: rules() == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
+    assert wait_until(lambda: rules() == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
     up.kubectl("delete", "clusterrole", f"{label}-part")
-    _eventually(lambda: rules() == [])
+    wait_until(lambda: rules() == [])
 
 
 @pytest.mark.parametrize("version", VERSIONS)
