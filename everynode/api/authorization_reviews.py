@@ -19,7 +19,7 @@ with only a ``status`` (its spec is not echoed), as upstream's does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from everynode.api import errors
@@ -38,7 +38,7 @@ API_VERSION = f"{GROUP}/v1"
 
 __all__ = ["attributes_from_spec", "user_from_spec", "access_review_status", "rules_review_status",
            "answer_self_subject_access_review", "answer_subject_access_review",
-           "answer_local_subject_access_review", "answer_self_subject_rules_review"]
+           "answer_local_subject_access_review", "answer_self_subject_rules_review", "Decide"]
 
 
 def _str(value: Any) -> str:
@@ -97,26 +97,37 @@ def _answered(review: Mapping[str, Any], kind: str, status: Obj) -> Obj:
     return out
 
 
-def answer_self_subject_access_review(review: Mapping[str, Any], user: UserInfo, source: RuleSource) -> Obj:
+Decide = Callable[[Attributes], Authorization]
+"""An authorizer other than RBAC over ``source`` (the server's ``AlwaysAllow``)."""
+
+
+def _decision(attrs: Attributes, source: RuleSource, decide: Decide | None) -> Authorization:
+    return decide(attrs) if decide is not None else authorize(attrs, source)
+
+
+def answer_self_subject_access_review(review: Mapping[str, Any], user: UserInfo, source: RuleSource, *,
+                                      decide: Decide | None = None) -> Obj:
     """``POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews`` by ``user``."""
     errs = validate_self_subject_access_review(dict(review))
     if errs:
         raise _invalid(errs)
     attrs = attributes_from_spec(user, _dict(review.get("spec")))
-    return _answered(review, "SelfSubjectAccessReview", access_review_status(authorize(attrs, source)))
+    return _answered(review, "SelfSubjectAccessReview", access_review_status(_decision(attrs, source, decide)))
 
 
-def answer_subject_access_review(review: Mapping[str, Any], source: RuleSource) -> Obj:
+def answer_subject_access_review(review: Mapping[str, Any], source: RuleSource, *,
+                                 decide: Decide | None = None) -> Obj:
     """``POST /apis/authorization.k8s.io/v1/subjectaccessreviews``."""
     errs = validate_subject_access_review(dict(review))
     if errs:
         raise _invalid(errs)
     spec = _dict(review.get("spec"))
     attrs = attributes_from_spec(user_from_spec(spec), spec)
-    return _answered(review, "SubjectAccessReview", access_review_status(authorize(attrs, source)))
+    return _answered(review, "SubjectAccessReview", access_review_status(_decision(attrs, source, decide)))
 
 
-def answer_local_subject_access_review(review: Mapping[str, Any], namespace: str, source: RuleSource) -> Obj:
+def answer_local_subject_access_review(review: Mapping[str, Any], namespace: str, source: RuleSource, *,
+                                       decide: Decide | None = None) -> Obj:
     """``POST /apis/authorization.k8s.io/v1/namespaces/NAMESPACE/localsubjectaccessreviews``; an
     object without a namespace takes the request's, as the create handler does."""
     if not namespace:
@@ -132,7 +143,7 @@ def answer_local_subject_access_review(review: Mapping[str, Any], namespace: str
         raise errors.bad_request(f"spec.resourceAttributes.namespace must match namespace: {namespace}")
     spec = _dict(review.get("spec"))
     attrs = attributes_from_spec(user_from_spec(spec), spec)
-    return _answered(review, "LocalSubjectAccessReview", access_review_status(authorize(attrs, source)))
+    return _answered(review, "LocalSubjectAccessReview", access_review_status(_decision(attrs, source, decide)))
 
 
 def rules_review_status(source: RuleSource, user: UserInfo, namespace: str) -> Obj:
@@ -157,11 +168,12 @@ def rules_review_status(source: RuleSource, user: UserInfo, namespace: str) -> O
     return status
 
 
-def answer_self_subject_rules_review(review: Mapping[str, Any], user: UserInfo, source: RuleSource) -> Obj:
+def answer_self_subject_rules_review(review: Mapping[str, Any], user: UserInfo, source: RuleSource, *,
+                                     status: Obj | None = None) -> Obj:
     """``POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`` by ``user``
-    (``kubectl auth can-i --list``)."""
+    (``kubectl auth can-i --list``); ``status`` is another authorizer's answer (AlwaysAllow's)."""
     namespace = _str(_dict(review.get("spec")).get("namespace"))
     if not namespace:
         raise errors.bad_request("no namespace on request")
     return {"kind": "SelfSubjectRulesReview", "apiVersion": API_VERSION, "metadata": {"creationTimestamp": None},
-            "spec": {}, "status": rules_review_status(source, user, namespace)}
+            "spec": {}, "status": status if status is not None else rules_review_status(source, user, namespace)}

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from everynode.api.rbac import default_binding
+
 Obj = dict[str, Any]
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
@@ -327,6 +329,10 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "serviceaccounts": _nothing,
     "controllerrevisions.apps": _nothing,
     "leases.coordination.k8s.io": _nothing,
+    "rolebindings.rbac.authorization.k8s.io": default_binding,
+    "clusterrolebindings.rbac.authorization.k8s.io": default_binding,
+    "roles.rbac.authorization.k8s.io": _nothing,
+    "clusterroles.rbac.authorization.k8s.io": _nothing,
 }
 
 

@@ -100,7 +100,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
     ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
-    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",),
+                 subresources=(Subresource("token", "TokenRequest", ("create",), group="authentication.k8s.io",
+                                           version="v1"),)),
     ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("all",),
                  subresources=(_status("DaemonSet"),)),
     ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
@@ -116,6 +118,26 @@ RESOURCES: tuple[ResourceType, ...] = (
                  subresources=(_scale(), _status("Deployment"))),
     ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("all",),
                  subresources=(_scale(), _status("ReplicaSet"))),
+    # rbac.authorization.k8s.io: no short names, no categories (kube-apiserver 1.33 discovery).
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 "clusterrolebinding", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    # authorization.k8s.io: create-only, never stored (pkg/registry/authorization).
+    ResourceType("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+                 "localsubjectaccessreview", True, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                 "selfsubjectaccessreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+                 "selfsubjectrulesreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+                 "subjectaccessreview", False, verbs=("create",)),
+    # authentication.k8s.io: create-only, never stored (pkg/registry/authentication).
+    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview",
+                 False, verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False,
+                 verbs=("create",)),
 )
 
 def names_of(rt: ResourceType) -> list[str]:

@@ -16,9 +16,12 @@ Upstream: ``plugin/pkg/admission/namespace/lifecycle/admission.go``,
 
 from __future__ import annotations
 
+import asyncio
+import random
 from typing import Any
 
 from everynode.api import errors
+from everynode.api.meta import generate_name
 from everynode.api.registry import ResourceType
 from everynode.storage.base import Store
 
@@ -31,6 +34,14 @@ PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 DEFAULT_SERVICE_ACCOUNT = "default"
+# serviceaccount/admission.go: the projected token volume and where it is mounted.
+TOKEN_VOLUME_PREFIX = "kube-api-access-"
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS = 3607  # WarnOnlyBoundTokenExpirationSeconds
+PROJECTED_DEFAULT_MODE = 0o644
+ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
+# getServiceAccount: the default account is looked up this many times (the controller creates it).
+DEFAULT_SERVICE_ACCOUNT_ATTEMPTS = 10
 DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
 DEFAULT_TOLERATION_SECONDS = 300
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -71,11 +82,71 @@ def forbidden(rt: ResourceType, obj: Obj | None, name: str, why: str) -> errors.
     return errors.forbidden(rt.plural, rt.group, name, why)
 
 
-class Admission:
-    """Mutating and validating admission for creates, updates and deletes."""
+def token_volume_source() -> Obj:
+    """``TokenVolumeSource``: the token, the cluster CA and the namespace, projected together."""
+    return {"defaultMode": PROJECTED_DEFAULT_MODE, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_SECONDS, "path": "token"}},
+        {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": ROOT_CA_CONFIG_MAP}},
+        {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                                    "path": "namespace"}]}},
+    ]}
 
-    def __init__(self, store: Store) -> None:
+
+def with_token_volume(pod: Obj) -> Obj:
+    """``mountServiceAccountToken``: ``pod`` (not changed) with the ``kube-api-access-*`` volume
+    and its read-only mount in every container and init container that has nothing mounted at
+    the token path.  A pod that already has such a volume keeps it (its name is reused).
+
+    Why a copy of only what changes: this runs on every pod create, after validation and
+    managed fields (see :meth:`Admission.pod_service_account`); the containers are shallow
+    copies with a new ``volumeMounts`` list, everything else is shared with ``pod``."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return pod
+    volumes: list[Any] = spec["volumes"] if isinstance(spec.get("volumes"), list) else []
+    name = ""
+    names = set()
+    for volume in volumes:
+        if isinstance(volume, dict):
+            names.add(volume.get("name"))
+            if not name and str(volume.get("name") or "").startswith(TOKEN_VOLUME_PREFIX):
+                name = volume["name"]
+    has_volume = bool(name)
+    while not name or (not has_volume and name in names):
+        name = generate_name(TOKEN_VOLUME_PREFIX)
+    mount = {"mountPath": TOKEN_MOUNT_PATH, "name": name, "readOnly": True}
+    new_spec = dict(spec)
+    needs_volume = False
+    for key in ("initContainers", "containers"):
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        changed = []
+        for container in containers:
+            if isinstance(container, dict):
+                mounts: list[Any] = container["volumeMounts"] if isinstance(container.get("volumeMounts"), list) else []
+                if not any(isinstance(m, dict) and m.get("mountPath") == TOKEN_MOUNT_PATH for m in mounts):
+                    container = dict(container, volumeMounts=[*mounts, dict(mount)])
+                    needs_volume = True
+            changed.append(container)
+        new_spec[key] = changed
+    if not needs_volume:
+        return pod
+    if not has_volume:
+        new_spec["volumes"] = [*volumes, {"name": name, "projected": token_volume_source()}]
+    return dict(pod, spec=new_spec)
+
+
+class Admission:
+    """Mutating and validating admission for creates, updates and deletes.
+
+    ``service_accounts``: the ServiceAccount plugin's checks and token volume (the control
+    plane turns them on when it runs the ServiceAccount controller; a bare API service, as the
+    unit tests use, has no controller to create ``default`` accounts)."""
+
+    def __init__(self, store: Store, *, service_accounts: bool = False) -> None:
         self.store = store
+        self.service_accounts = service_accounts
 
     # -- namespace lifecycle --------------------------------------------------------------------
 
@@ -124,6 +195,41 @@ class Admission:
             self._single_global_default(rt, new)
 
     # -- plugins -------------------------------------------------------------------------------
+
+    async def pod_service_account(self, rt: ResourceType, pod: Obj) -> Obj | None:
+        """The ServiceAccount plugin's look-up (``getServiceAccount``): the account a new pod
+        names, or a 403 when it does not exist.  ``default`` is looked up again for up to about
+        a second and a half (upstream: 10 attempts 100-200 ms apart), as the ServiceAccount
+        controller creates it just after its namespace.  None when the pod gets no token
+        volume (mirror pods, ``automountServiceAccountToken: false`` on the pod or the account,
+        or the plugin off); the caller adds it with :func:`with_token_volume` once the pod is
+        validated and its managed fields recorded — upstream's field manager records them
+        before mutating admission, so the token volume is no manager's field — and the volume
+        is valid by construction."""
+        if not self.service_accounts or rt.key != "pods":
+            return None
+        spec = pod.get("spec")
+        md = pod.get("metadata") or {}
+        if not isinstance(spec, dict) or "kubernetes.io/config.mirror" in (md.get("annotations") or {}):
+            return None
+        namespace = md.get("namespace") or ""
+        name = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
+        sa = self.store.get("serviceaccounts", namespace, name)
+        attempts = DEFAULT_SERVICE_ACCOUNT_ATTEMPTS if name == DEFAULT_SERVICE_ACCOUNT else 1
+        for _ in range(1, attempts):
+            if sa is not None:
+                break
+            await asyncio.sleep(random.uniform(0.1, 0.2))
+            sa = self.store.get("serviceaccounts", namespace, name)
+        if sa is None:
+            raise forbidden(rt, pod, "", f'error looking up service account {namespace}/{name}: '
+                                         f'serviceaccount "{name}" not found')
+        if len(spec.get("imagePullSecrets") or ()) == 0 and sa.get("imagePullSecrets"):
+            spec["imagePullSecrets"] = [dict(s) for s in sa["imagePullSecrets"] if isinstance(s, dict)]
+        automount = spec.get("automountServiceAccountToken")
+        if automount is None:
+            automount = sa.get("automountServiceAccountToken")
+        return None if automount is False else sa
 
     @staticmethod
     def _service_account(pod: Obj) -> None:

@@ -43,9 +43,13 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.impersonation import impersonate
 from everynode.api.names import name_is_path_segment
+from everynode.api.rbac import UserInfo, forbidden_error, with_authenticated_group
 from everynode.api.registry import ResourceType, by_version
+from everynode.api.request_info import RequestInfoError, request_attributes
 from everynode.apiserver import discovery, openapi, tables
+from everynode.apiserver.authorization import ADMIN, RBAC
 from everynode.apiserver.decoding import JSON, MAX_BODY_BYTES, YAML, check_size, decode_body, decode_patch
 from everynode.apiserver.decoding import media_type as _media_type
 from everynode.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -53,12 +57,17 @@ from everynode.apiserver.metrics import ApiRequestMetrics
 from everynode.apiserver.registry.core.pod import log as pod_log
 from everynode.apiserver.registry.core.pod import streaming as pod_streaming
 from everynode.apiserver.service import ApiService, RequestOptions
+from everynode.apiserver.serviceaccount_tokens import InvalidToken
 from everynode.storage.base import WatchEvent
 
 log = logging.getLogger(__name__)
 
 CACHE_CONTROL = "no-cache, private"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+_REQUESTER: Any = (web.RequestKey("everynode_requester", UserInfo) if hasattr(web, "RequestKey")
+                   else "everynode_requester")
+_AUTHENTICATED: Any = (web.RequestKey("everynode_authenticated", UserInfo) if hasattr(web, "RequestKey")
+                       else "everynode_authenticated")
 OPEN_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 REQUEST_TIMEOUT = 60.0  # --request-timeout: a non-watch request is answered 504 after this
 REQUEST_TIMEOUT_MESSAGE = "Timeout: request did not complete within requested timeout - context deadline exceeded"
@@ -187,6 +196,7 @@ class ApiHttp:
         self.ready = True
         self.server_address = server_address
         self.request_timeout = REQUEST_TIMEOUT
+        self.rbac = service.authorizer.mode == RBAC
 
     # -- entry point ----------------------------------------------------------------------------
 
@@ -215,18 +225,66 @@ class ApiHttp:
             self.metrics.observe(**labels, code=response.status, seconds=time.perf_counter() - started)
         return response
 
+    def _requester(self, request: web.Request) -> UserInfo:
+        """The user the request acts as: the token's (the admin's or a service account's), or
+        whom ``Impersonate-*`` headers name once that user may impersonate them
+        (``WithImpersonation``).  Resolved once per request, and only where it matters: every
+        request under RBAC, writes and the reviews otherwise."""
+        user = request.get(_REQUESTER)
+        if user is None:
+            user = request.get(_AUTHENTICATED) or ADMIN
+            if any(name[:12].lower() == "impersonate-" for name in request.headers):
+                user = impersonate(user, request.headers.items(), self.service.authorizer.authorize) or user
+            request[_REQUESTER] = user
+        return user
+
+    def _authorize(self, request: web.Request, path: str) -> web.Response | None:
+        """``WithAuthorization`` under ``--authorization rbac``: the request's attributes
+        (``WithRequestInfo``), then the authorizer; a 403 Status when it is not allowed."""
+        user = self._requester(request)
+        try:
+            attrs = request_attributes(user, request.method, path,
+                                       {k: request.query.getall(k) for k in request.query})
+        except RequestInfoError as e:
+            return text_response(f'Internal Server Error: "{request.path_qs}": failed to create RequestInfo: {e}',
+                                 status=500)
+        answer = self.service.authorizer.authorize(attrs)
+        if not answer.allowed:
+            raise forbidden_error(attrs, answer.reason)
+        return None
+
     def _credential(self, request: web.Request) -> bool | None:
-        """True for the right bearer token, False for a wrong one, None when none is presented.
+        """True for a bearer token that authenticates (the admin's, or a service account's
+        token that TokenRequest signed, ``serviceaccount_tokens.py``), False for one that does
+        not, None when none is presented.  The user it names is kept on the request.
 
         Parsed as upstream's bearertoken authenticator does: the trimmed header split on spaces,
         a case-insensitive ``bearer`` scheme, the second field the token; any other header
         (Basic, a bare ``Bearer``, an empty token) presents no bearer token at all."""
         if self.token is None:
             return True
+        transport = request.transport
+        peer = transport.get_extra_info("peercert") if transport is not None else None
+        if peer:  # verified against the cluster CA by the TLS layer (x509 comes first upstream)
+            user = client_certificate_user(peer)
+            if user is not None:
+                request[_AUTHENTICATED] = user
+                return True
         parts = request.headers.get("Authorization", "").strip().split(" ")
         if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
             return None
-        return hmac.compare_digest(parts[1].encode("utf-8", "backslashreplace"), self.token)
+        if hmac.compare_digest(parts[1].encode("utf-8", "backslashreplace"), self.token):
+            return True
+        service = self.service
+        try:
+            user = service.context.tokens.authenticate(parts[1], service.store, now=service.clock.now())
+        except InvalidToken as e:
+            log.info("service account token refused: %s", e)
+            return False
+        if user is None:
+            return False
+        request[_AUTHENTICATED] = user
+        return True
 
     async def _dispatch(self, request: web.Request, warnings: list[str]) -> web.StreamResponse:
         path = request.path
@@ -241,6 +299,10 @@ class ApiHttp:
                 return response
         if not credential:
             raise errors.unauthorized()
+        if self.rbac:
+            forbidden = self._authorize(request, path)
+            if forbidden is not None:
+                return forbidden
         parts = [p for p in path.split("/") if p]
         if not parts:
             return json_response({"paths": self._root_paths()})
@@ -451,7 +513,7 @@ class ApiHttp:
             raise errors.invalid(kind, "meta.k8s.io", "", errs)
         return RequestOptions(dry_run=bool(dry_run), field_manager=manager,
                               field_validation=validation or None, force=go_bool(query.get("force")),
-                              user_agent=request.headers.get("User-Agent", ""))
+                              user_agent=request.headers.get("User-Agent", ""), requester=self._requester(request))
 
     async def _read_body(self, request: web.Request) -> bytes:
         check_size(request.content_length)
@@ -603,6 +665,21 @@ def _long_running(request: web.Request) -> bool:
     if "watch" in request.query and go_bool(request.query.get("watch")):
         return True
     return request.path.rsplit("/", 1)[-1] in ("log", *pod_streaming.STREAMING_SUBRESOURCES)
+
+
+def client_certificate_user(peer: dict[str, Any]) -> UserInfo | None:
+    """``x509.CommonNameUserConversion``: the subject's CN is the user, each O a group (in
+    order); a certificate without a CN authenticates nobody."""
+    name, groups = "", []
+    for rdn in peer.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                name = value
+            elif key == "organizationName":
+                groups.append(value)
+    if not name:
+        return None
+    return with_authenticated_group(UserInfo(name, tuple(groups)))
 
 
 def _request_timeout(value: str | None, default: float) -> float:

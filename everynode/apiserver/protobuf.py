@@ -5,7 +5,7 @@ serviceaccount``, the drain DELETE fallback, …) and a 415 is not retried as JS
 (kubectl-contract.md §8, gotcha 1).  Responses stay JSON, so only decoding is needed, and only
 for the kinds those commands send.  A small wire-format reader with hand-written field tables
 (numbers from upstream ``generated.proto``) is enough; compiling the upstream ``.proto`` files
-would pull in protoc and thousands of message types for six kinds.
+would pull in protoc and thousands of message types for the few kinds kubectl sends.
 
 Envelope: the 4 bytes ``k8s\\0`` then a ``runtime.Unknown`` {1 typeMeta {1 apiVersion, 2 kind},
 2 raw (the object's own message), 3 contentEncoding, 4 contentType}.  The result is the
@@ -144,6 +144,72 @@ SCALE: Table = {
     3: ("status", "msg", {1: ("replicas", "int", None, ""), 2: ("selector", "str", None, "")}, ""),
 }
 
+# rbac.authorization.k8s.io/v1 (``kubectl create role|clusterrole|rolebinding|clusterrolebinding``)
+LABEL_SELECTOR_REQUIREMENT: Table = {
+    1: ("key", "str", None, ""), 2: ("operator", "str", None, ""), 3: ("values", "str", None, "rep"),
+}
+POLICY_RULE: Table = {
+    1: ("verbs", "str", None, "rep"), 2: ("apiGroups", "str", None, "rep"), 3: ("resources", "str", None, "rep"),
+    4: ("resourceNames", "str", None, "rep"), 5: ("nonResourceURLs", "str", None, "rep"),
+}
+ROLE: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("rules", "msg", POLICY_RULE, "rep")}
+CLUSTER_ROLE: Table = {
+    **ROLE, 3: ("aggregationRule", "msg", {1: ("clusterRoleSelectors", "msg", LABEL_SELECTOR, "rep")}, ""),
+}
+SUBJECT: Table = {
+    1: ("kind", "str", None, ""), 2: ("apiGroup", "str", None, ""), 3: ("name", "str", None, ""),
+    4: ("namespace", "str", None, ""),
+}
+ROLE_REF: Table = {1: ("apiGroup", "str", None, ""), 2: ("kind", "str", None, ""), 3: ("name", "str", None, "")}
+ROLE_BINDING: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""), 2: ("subjects", "msg", SUBJECT, "rep"), 3: ("roleRef", "msg", ROLE_REF, ""),
+}
+
+# authorization.k8s.io/v1 (``kubectl auth can-i`` posts its reviews as protobuf)
+SELECTOR_ATTRIBUTES: Table = {
+    1: ("rawSelector", "str", None, ""), 2: ("requirements", "msg", LABEL_SELECTOR_REQUIREMENT, "rep"),
+}
+RESOURCE_ATTRIBUTES: Table = {
+    1: ("namespace", "str", None, ""), 2: ("verb", "str", None, ""), 3: ("group", "str", None, ""),
+    4: ("version", "str", None, ""), 5: ("resource", "str", None, ""), 6: ("subresource", "str", None, ""),
+    7: ("name", "str", None, ""), 8: ("fieldSelector", "msg", SELECTOR_ATTRIBUTES, ""),
+    9: ("labelSelector", "msg", SELECTOR_ATTRIBUTES, ""),
+}
+NON_RESOURCE_ATTRIBUTES: Table = {1: ("path", "str", None, ""), 2: ("verb", "str", None, "")}
+SELF_SUBJECT_ACCESS_REVIEW_SPEC: Table = {
+    1: ("resourceAttributes", "msg", RESOURCE_ATTRIBUTES, ""),
+    2: ("nonResourceAttributes", "msg", NON_RESOURCE_ATTRIBUTES, ""),
+}
+SUBJECT_ACCESS_REVIEW_SPEC: Table = {
+    **SELF_SUBJECT_ACCESS_REVIEW_SPEC, 3: ("user", "str", None, ""), 4: ("groups", "str", None, "rep"),
+    6: ("uid", "str", None, ""),
+}
+SELF_SUBJECT_ACCESS_REVIEW: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", SELF_SUBJECT_ACCESS_REVIEW_SPEC, ""),
+}
+SUBJECT_ACCESS_REVIEW: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", SUBJECT_ACCESS_REVIEW_SPEC, ""),
+}
+SELF_SUBJECT_RULES_REVIEW: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", {1: ("namespace", "str", None, "")}, ""),
+}
+
+BOUND_OBJECT_REFERENCE: Table = {
+    1: ("kind", "str", None, ""), 2: ("apiVersion", "str", None, ""), 3: ("name", "str", None, ""),
+    4: ("uid", "str", None, ""),
+}
+TOKEN_REQUEST: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {1: ("audiences", "str", None, "rep"), 4: ("expirationSeconds", "int", None, "ptr"),
+                        3: ("boundObjectRef", "msg", BOUND_OBJECT_REFERENCE, "")}, ""),
+}
+
+TOKEN_REVIEW: Table = {
+    1: ("metadata", "msg", OBJECT_META, ""),
+    2: ("spec", "msg", {1: ("token", "str", None, ""), 2: ("audiences", "str", None, "rep")}, ""),
+}
+SELF_SUBJECT_REVIEW: Table = {1: ("metadata", "msg", OBJECT_META, "")}
+
 KINDS: dict[str, Table] = {
     "Deployment": DEPLOYMENT,
     "ReplicaSet": REPLICA_SET,
@@ -155,6 +221,17 @@ KINDS: dict[str, Table] = {
     "DeleteOptions": DELETE_OPTIONS,
     "Eviction": EVICTION,
     "Binding": BINDING,
+    "Role": ROLE,
+    "ClusterRole": CLUSTER_ROLE,
+    "RoleBinding": ROLE_BINDING,
+    "ClusterRoleBinding": ROLE_BINDING,
+    "SelfSubjectAccessReview": SELF_SUBJECT_ACCESS_REVIEW,
+    "SubjectAccessReview": SUBJECT_ACCESS_REVIEW,
+    "LocalSubjectAccessReview": SUBJECT_ACCESS_REVIEW,
+    "SelfSubjectRulesReview": SELF_SUBJECT_RULES_REVIEW,
+    "TokenRequest": TOKEN_REQUEST,
+    "TokenReview": TOKEN_REVIEW,
+    "SelfSubjectReview": SELF_SUBJECT_REVIEW,
 }
 
 _UNKNOWN: Table = {

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from everynode.api import errors
+from everynode.api import errors, rbac_bootstrap
 from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.admission import Admission, system_priority_classes
+from everynode.apiserver.authorization import ALWAYS_ALLOW, new_authorizer
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry import watch as watching
 from everynode.apiserver.registry.apiextensions.customresourcedefinition import (
@@ -45,6 +47,7 @@ from everynode.apiserver.registry.core.service import cluster_ips_of
 from everynode.apiserver.registry.generic import ResourceStore
 from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.table import Registry, builtin_stores
+from everynode.apiserver.serviceaccount_tokens import TokenIssuer, load_or_create_key
 from everynode.clock import Clock
 from everynode.storage.base import Predicate, Store, WatchEvent
 
@@ -59,17 +62,24 @@ NAMESPACES = resource("namespaces")
 PRIORITY_CLASSES = resource("priorityclasses.scheduling.k8s.io")
 SERVICES = resource("services")
 CRDS = resource("customresourcedefinitions.apiextensions.k8s.io")
+CLUSTER_ROLES = resource("clusterroles.rbac.authorization.k8s.io")
+CLUSTER_ROLE_BINDINGS = resource("clusterrolebindings.rbac.authorization.k8s.io")
 SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class ApiService:
-    def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0) -> None:
+    def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0,
+                 authorization: str = ALWAYS_ALLOW, service_account_key_dir: Path | None = None,
+                 service_account_admission: bool = False) -> None:
         self.store = store
         self.clock = clock
-        self.admission = Admission(store)
+        self.admission = Admission(store, service_accounts=service_account_admission)
         self.cluster_ips = ClusterIPAllocator()
+        self.authorizer = new_authorizer(authorization, store)
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
-                                     bookmark_interval=bookmark_interval, ready=self._ready)
+                                     bookmark_interval=bookmark_interval, ready=self._ready,
+                                     authorizer=self.authorizer,
+                                     tokens=TokenIssuer(load_or_create_key(service_account_key_dir)))
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
         crd_store = self.registry.storage(CRDS)
         assert isinstance(crd_store, CustomResourceDefinitionStore)
@@ -123,6 +133,13 @@ class ApiService:
                          "sessionAffinity": "None", "type": "ClusterIP"},
             }, opts)
         await self.custom_resources.restore()  # serve the stored CRDs again
+        # The bootstrap policy (upstream's rbac/bootstrap-roles post-start hook), with the
+        # aggregated roles' rules already filled in since no aggregation controller runs.
+        for rt, objs in ((CLUSTER_ROLES, rbac_bootstrap.cluster_roles(aggregated=True)),
+                         (CLUSTER_ROLE_BINDINGS, rbac_bootstrap.cluster_role_bindings())):
+            for obj in objs:
+                if self.store.get(rt.key, "", obj["metadata"]["name"]) is None:
+                    await self._seed_one(rt, obj, opts)
         self._seeded = True
 
     async def _seed_one(self, rt: ResourceType, body: Obj, opts: RequestOptions) -> None:

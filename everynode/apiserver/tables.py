@@ -656,6 +656,34 @@ def _endpoint_slice_cells(es: Obj, now: float) -> list[Any]:
             _list_with_more(addrs, amore, acount, 3), _age(es, now)]
 
 
+def _binding_columns(kind: str) -> Callable[[], list[dict[str, Any]]]:
+    """``roleBindingsColumnDefinitions`` / ``clusterRoleBindingsColumnDefinitions``."""
+    noun = kind[0].lower() + kind[1:]
+
+    def columns() -> list[dict[str, Any]]:
+        return [_name_col(), _col("Role", "string", _doc(f"io.k8s.api.rbac.v1.{kind}", "roleRef")), _age_col(),
+                _col("Users", "string", f"Users in the {noun}", priority=1),
+                _col("Groups", "string", f"Groups in the {noun}", priority=1),
+                _col("ServiceAccounts", "string", f"ServiceAccounts in the {noun}", priority=1)]
+
+    return columns
+
+
+def _binding_cells(binding: Obj, now: float) -> list[Any]:
+    """``printRoleBinding``: ``Kind/name`` of the role, and ``rbac.SubjectsStrings`` for -o wide
+    (service accounts as ``namespace:name``)."""
+    ref = binding.get("roleRef") or {}
+    by_kind: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for subject in binding.get("subjects") or []:
+        kind = subject.get("kind", "")
+        if kind == "ServiceAccount":
+            by_kind[kind].append(f"{subject.get('namespace', '')}:{subject.get('name', '')}")
+        elif kind in by_kind:
+            by_kind[kind].append(subject.get("name", ""))
+    return [_meta(binding).get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now),
+            ", ".join(by_kind["User"]), ", ".join(by_kind["Group"]), ", ".join(by_kind["ServiceAccount"])]
+
+
 def _default_columns() -> list[dict[str, Any]]:
     return [_name_col(), _col("Created At", "date", _doc(_OBJECT_META, "creationTimestamp"))]
 
@@ -682,6 +710,9 @@ PRINTERS: dict[str, Printer] = {
     "secrets": (_secret_columns, _secret_cells),
     "serviceaccounts": (_service_account_columns, _service_account_cells),
     "endpointslices.discovery.k8s.io": (_endpoint_slice_columns, _endpoint_slice_cells),
+    # Role and ClusterRole print as the default NAME / CREATED AT, as upstream's roleColumnDefinitions.
+    "rolebindings.rbac.authorization.k8s.io": (_binding_columns("RoleBinding"), _binding_cells),
+    "clusterrolebindings.rbac.authorization.k8s.io": (_binding_columns("ClusterRoleBinding"), _binding_cells),
 }
 
 

@@ -56,6 +56,11 @@ class Certs:
             key.write_bytes(self.key_pem)
             os.chmod(key, 0o600)
             ctx.load_cert_chain(cert, key)
+        # Client certificates are asked for, not required: one the cluster CA signed
+        # authenticates its subject (CN = user, O = groups), as kube-apiserver's
+        # --client-ca-file does; a client without one goes on to the bearer token.
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.load_verify_locations(cadata=self.ca_pem.decode())
         return ctx
 
     def client_context(self) -> ssl.SSLContext:
@@ -156,6 +161,25 @@ def _write(path: Path, data: bytes, *, private: bool) -> None:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def client_certificate(directory: Path | str, *, user: str, groups: tuple[str, ...] = (),
+                       validity: datetime.timedelta = SERVING_VALIDITY) -> tuple[bytes, bytes]:
+    """(certificate PEM, key PEM) of a client certificate for ``user`` in ``groups`` (subject CN
+    and O, as upstream's x509 authenticator reads them), signed by the CA in ``directory``."""
+    d = Path(directory)
+    ca_cert = x509.load_pem_x509_certificate((d / CA_CERT).read_bytes())
+    ca_key = serialization.load_pem_private_key((d / CA_KEY).read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{d / CA_KEY}: expected an EC private key")
+    key = _new_key()
+    subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    cert = (_builder(subject=subject, issuer=ca_cert.subject, key=key, validity=validity, ca=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return _cert_pem(cert), _key_pem(key)
 
 
 def ensure_certs(directory: Path | str | None, *, hosts: list[str] | tuple[str, ...] = ()) -> Certs:

@@ -71,16 +71,20 @@ def main(ctx: click.Context, verbose: int) -> None:
               help="Simulated seconds from binding to Running + Ready.")
 @click.option("--disable", default="", metavar="C,…",
               help="Components not to run: daemonset, scheduler, kubelet, node-lifecycle, pod-gc, garbage-collector, "
-                   "endpoints, deployment, replicaset.")
+                   "endpoints, deployment, replicaset, serviceaccount, root-ca-publisher, clusterrole-aggregation.")
 @click.option("--dns-port", type=click.IntRange(min=0, max=65535), default=None,
               help="Serve cluster DNS (cluster.local) on this UDP/TCP port; 0 picks a free one.")
 @click.option("--node-monitor-grace-period", type=click.FloatRange(min=1), default=50.0, show_default=True,
               help="Seconds without kubelet heartbeats before a node is marked Unknown.")
+@click.option("--authorization", type=click.Choice(["always-allow", "rbac"]), default="always-allow",
+              show_default=True,
+              help="rbac: every request authorized by RBAC as kube-apiserver does (the admin kubeconfig is in "
+                   "system:masters).")
 @click.option("--apply", "apply_files", multiple=True, type=click.Path(path_type=Path),
               help="Manifest file(s) to apply (server-side) once the cluster is ready.")
 def up(nodes: int, control_planes: int, host: str, port: int, data_dir: Path, in_memory: bool,
        kubeconfig: Path | None, pod_startup: float, disable: str, node_monitor_grace_period: float,
-       apply_files: tuple[Path, ...], dns_port: int | None) -> None:
+       apply_files: tuple[Path, ...], dns_port: int | None, authorization: str) -> None:
     """Run the embedded cluster in the foreground until Ctrl-C (SIGINT) or SIGTERM."""
     from everynode.product.controlplane import ControlPlaneConfig
     from everynode.product.up import run_up
@@ -90,6 +94,7 @@ def up(nodes: int, control_planes: int, host: str, port: int, data_dir: Path, in
         in_memory=in_memory, kubeconfig=kubeconfig, pod_startup=pod_startup,
         disable=frozenset(c.strip() for c in disable.split(",") if c.strip()),
         node_monitor_grace_period=node_monitor_grace_period, dns_port=dns_port,
+        authorization=authorization,
     )
     code = 0
 

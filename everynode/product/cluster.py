@@ -87,7 +87,8 @@ class Cluster:
                  in_memory: bool | None = None, disable: tuple[str, ...] | list[str] = (),
                  virtual_time: bool = False, serve_http: bool | None = None,
                  node_monitor_grace_period: float = 50.0, pod_gc_period: float = 20.0,
-                 pod_gc_quarantine: float = 40.0, dns_port: int | None = None) -> None:
+                 pod_gc_quarantine: float = 40.0, dns_port: int | None = None,
+                 authorization: str = "always-allow") -> None:
         self._tmp: str | None = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="everynode-")
@@ -101,6 +102,7 @@ class Cluster:
             serve_http=(not virtual_time) if serve_http is None else serve_http,
             node_monitor_grace_period=node_monitor_grace_period,
             pod_gc_period=pod_gc_period, pod_gc_quarantine=pod_gc_quarantine, dns_port=dns_port,
+            authorization=authorization,
         )
         self.plane: ControlPlane | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

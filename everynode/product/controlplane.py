@@ -32,7 +32,7 @@ from everynode.storage.private import ensure_private_dir
 log = logging.getLogger(__name__)
 
 COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints",
-              "deployment", "replicaset")
+              "deployment", "replicaset", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation")
 
 Progress = Callable[[str], None]
 
@@ -65,6 +65,9 @@ class ControlPlaneConfig:
     # lifecycle takes liveness from the kubelet simulation, with the same decisions — see
     # everynode/kubelet/nodeagent.py), or "auto": modelled on a virtual-time loop, else writes.
     heartbeats: str = "auto"
+    # --authorization: "always-allow" (every authenticated request) or "rbac" (kube-apiserver's
+    # RBAC authorizer; the admin kubeconfig's user is in system:masters).
+    authorization: str = "always-allow"
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -107,6 +110,7 @@ class ControlPlane:
     # what the cluster has, not what the flags asked for.
     control_plane_nodes: int = 0
     worker_nodes: int = 0
+    ca_pem: bytes | None = None  # the cluster CA (PEM): the kubeconfig's and kube-root-ca.crt's
 
     @property
     def url(self) -> str | None:
@@ -130,7 +134,9 @@ class ControlPlane:
                 f"unknown component(s) for --disable: {', '.join(sorted(unknown))} "
                 f"(choose from {', '.join(COMPONENTS)})")
         self.store = await self._open_store(say)
-        self.service = ApiService(self.store, clock=self.clock)
+        self.service = ApiService(self.store, clock=self.clock, authorization=cfg.authorization,
+                                  service_account_key_dir=None if cfg.in_memory else cfg.data_dir / "pki",
+                                  service_account_admission="serviceaccount" not in cfg.disable)
         await self.service.start()
         self.client = InProcessClient(self.service)
         if cfg.serve_http:
@@ -189,6 +195,7 @@ class ControlPlane:
         assert self.service is not None  # start() creates it before serving
         pki = cfg.data_dir / "pki" if not cfg.in_memory else None
         certs = tls.ensure_certs(pki, hosts=[cfg.host])
+        self.ca_pem = certs.ca_pem
         token = self._token()
         try:
             self.server = await http_server.serve(self.service, host=cfg.host, port=cfg.port, certs=certs, token=token)
@@ -249,6 +256,21 @@ class ControlPlane:
 
             self.components["garbage-collector"] = GarbageCollector(kcm, informers=self.informers, clock=clock)
             self.components["namespace"] = NamespaceController(kcm, informers=self.informers, clock=clock)
+        if "serviceaccount" in enabled:
+            from everynode.controllers.serviceaccounts import ServiceAccountsController
+
+            self.components["serviceaccount"] = ServiceAccountsController(kcm, informers=self.informers,
+                                                                          clock=clock)
+        if "root-ca-publisher" in enabled:
+            from everynode.controllers.rootcacertpublisher import RootCACertPublisher
+
+            self.components["root-ca-publisher"] = RootCACertPublisher(
+                kcm, informers=self.informers, clock=clock, root_ca=self._root_ca().decode())
+        if "clusterrole-aggregation" in enabled:
+            from everynode.controllers.clusterroleaggregation import ClusterRoleAggregationController
+
+            self.components["clusterrole-aggregation"] = ClusterRoleAggregationController(
+                kcm, informers=self.informers, clock=clock)
         if "node-lifecycle" in enabled:
             from everynode.controllers.nodelifecycle import NodeLifecycleController
             from everynode.controllers.tainteviction import TaintEvictionController
@@ -340,6 +362,16 @@ class ControlPlane:
         if isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop):
             return VIRTUAL_FULL_RESYNC_PERIOD
         return FULL_RESYNC_PERIOD
+
+    def _root_ca(self) -> bytes:
+        """The cluster CA: the HTTPS server's, or (no server) the data dir's, made if need be."""
+        if self.ca_pem is None:
+            from everynode.apiserver import tls
+
+            cfg = self.config
+            self.ca_pem = tls.ensure_certs(cfg.data_dir / "pki" if not cfg.in_memory else None,
+                                           hosts=[cfg.host]).ca_pem
+        return self.ca_pem
 
     def _heartbeat_mode(self) -> str:
         mode = self.config.heartbeats

@@ -38,8 +38,9 @@ def kubectl_path(version: str) -> Path:
 class ServerThread:
     """The API server on a private event loop in a daemon thread."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, authorization: str = "always-allow") -> None:
         self.data_dir = data_dir
+        self.authorization = authorization
         self.kubeconfig = data_dir / "kubeconfig"
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="e2e-apiserver", daemon=True)
@@ -52,7 +53,7 @@ class ServerThread:
         self.call(self._start())
 
     async def _start(self) -> None:
-        self.service = ApiService(MemoryStore(), clock=Clock())
+        self.service = ApiService(MemoryStore(), clock=Clock(), authorization=self.authorization)
         self.certs = tls.ensure_certs(self.data_dir / "pki", hosts=["127.0.0.1"])
         self.handle = await api_server.serve(self.service, host="127.0.0.1", port=0, certs=self.certs,
                                              token=TOKEN, ready=True)
@@ -83,6 +84,15 @@ def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def rbac_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+    """A second server, started with ``--authorization rbac``."""
+    server = ServerThread(tmp_path_factory.mktemp("apiserver-rbac"), authorization="rbac")
+    server.start()
+    yield server
+    server.stop()
+
+
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -95,6 +105,16 @@ def kubectl_version(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def kubectl(apiserver: ServerThread, tmp_path: Path, kubectl_version: str) -> Kubectl:
     """``kubectl(*args, version=<kubectl_version>, input=None, check=True)`` → CompletedProcess (text)."""
+    return kubectl_for(apiserver, tmp_path, kubectl_version)
+
+
+@pytest.fixture
+def rbac_kubectl(rbac_apiserver: ServerThread, tmp_path: Path, kubectl_version: str) -> Kubectl:
+    """:func:`kubectl` against the ``--authorization rbac`` server."""
+    return kubectl_for(rbac_apiserver, tmp_path, kubectl_version)
+
+
+def kubectl_for(apiserver: ServerThread, tmp_path: Path, kubectl_version: str) -> Kubectl:
 
     def run(*args: str, version: str | None = None, input: str | None = None, check: bool = True,
             timeout: float = 30) -> subprocess.CompletedProcess[str]:

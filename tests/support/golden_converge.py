@@ -54,18 +54,26 @@ class _SeededChoice:
 
 @contextmanager
 def _seeded(seed: int = 16) -> Iterator[None]:
-    from everynode.api import meta
+    from everynode.api import meta, rbac_bootstrap
 
     random.seed(seed)
     rng = random.Random(seed)
     real_uuid4, real_secrets = uuid.uuid4, meta.secrets
     uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
     meta.secrets = _SeededChoice(rng)  # type: ignore[assignment]
+    # The recording predates the seeded RBAC bootstrap policy; seeding it would draw uids and
+    # resourceVersions before the converge and shift every byte after it, so the recorder's
+    # server starts without it (the policy has its own tests; this one is about the write path).
+    real_roles, real_bindings = rbac_bootstrap.cluster_roles, rbac_bootstrap.cluster_role_bindings
+    rbac_bootstrap.cluster_roles = lambda *, aggregated=False: []  # type: ignore[assignment]
+    rbac_bootstrap.cluster_role_bindings = lambda: []  # type: ignore[assignment]
     try:
         yield
     finally:
         uuid.uuid4 = real_uuid4  # type: ignore[assignment]
         meta.secrets = real_secrets
+        rbac_bootstrap.cluster_roles = real_roles  # type: ignore[assignment]
+        rbac_bootstrap.cluster_role_bindings = real_bindings  # type: ignore[assignment]
 
 
 def _daemonset() -> dict[str, Any]:
@@ -96,7 +104,10 @@ async def _converge(lines: list[bytes]) -> None:
 
     WatchHub.publish = recording  # type: ignore[method-assign]
     try:
-        cluster = Cluster(nodes=NODES, control_planes=0, pod_startup=1.0, virtual_time=True)
+        # The root-CA publisher's ConfigMaps hold a CA generated at start (fresh key, wall-clock
+        # validity): not repeatable, and no part of the write path this records.
+        cluster = Cluster(nodes=NODES, control_planes=0, pod_startup=1.0, virtual_time=True,
+                          disable=("root-ca-publisher",))
         async with cluster:
             assert cluster.plane is not None and cluster.plane.client is not None
             client = cluster.plane.client

@@ -21,7 +21,7 @@ from typing import Any
 from everynode.api.field import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, core, other, pod, workloads
+from everynode.api.validation import apps, core, other, pod, rbac, workloads
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -57,6 +57,10 @@ _CREATE: dict[str, CreateFn] = {
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_create,
     "deployments.apps": workloads.validate_deployment_create,
     "replicasets.apps": workloads.validate_replica_set_create,
+    "roles.rbac.authorization.k8s.io": rbac.validate_role_create,
+    "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_create,
+    "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_create,
+    "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_create,
 }
 
 _UPDATE: dict[str, UpdateFn] = {
@@ -77,6 +81,10 @@ _UPDATE: dict[str, UpdateFn] = {
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
     "deployments.apps": workloads.validate_deployment_update,
     "replicasets.apps": workloads.validate_replica_set_update,
+    "roles.rbac.authorization.k8s.io": rbac.validate_role_update,
+    "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_update,
+    "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_update,
+    "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_update,
 }
 
 _STATUS_UPDATE: dict[str, UpdateFn] = {

@@ -9,9 +9,11 @@ change made after construction (tests shorten ``bookmark_interval`` on the facad
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from everynode.apiserver.admission import Admission
+from everynode.apiserver.authorization import AlwaysAllow, Authorizer
+from everynode.apiserver.serviceaccount_tokens import TokenIssuer, load_or_create_key
 from everynode.clock import Clock
 from everynode.storage.base import Store
 
@@ -28,6 +30,10 @@ class ServerContext:
     bookmark_interval: float = 60.0
     ready: Callable[[], Awaitable[None]] = _no_gate
     """Awaited by every request before it reads or writes: the built-in objects are seeded."""
+    authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    """``--authorization``: what the HTTP layer and the review resources ask."""
+    tokens: TokenIssuer = field(default_factory=lambda: TokenIssuer(load_or_create_key(None)))
+    """Signs TokenRequest's service-account tokens and authenticates them."""
 
     def now(self) -> str:
         return self.clock.rfc3339()

@@ -39,6 +39,7 @@ from everynode.api import field as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.defaults import apply_defaults
 from everynode.api.registry import ResourceType
+from everynode.apiserver.admission import with_token_volume
 from everynode.apiserver.patch import (
     apply_json_patch,
     apply_merge_patch,
@@ -171,6 +172,7 @@ class ResourceStore:
         ctx = self.ctx
         strategy = self.strategy
         ctx.admission.check_namespace_for_create(rt, obj["metadata"].get("namespace") or "", obj)
+        token_account = await ctx.admission.pod_service_account(rt, obj)
         ctx.admission.admit_create(rt, obj)
         md = obj["metadata"]
         if md.get("resourceVersion"):
@@ -192,6 +194,8 @@ class ResourceStore:
         if not managed_fields_done:
             obj = record_managed_fields(None, obj, manager=manager(opts), operation="Update", now=now,
                                         api_version=rt.api_version, kind=rt.kind)
+        if token_account is not None:
+            obj = with_token_volume(obj)
         try:
             created = await self._store_new(obj, opts, generate)
         except BaseException:

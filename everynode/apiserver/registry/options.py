@@ -16,8 +16,10 @@ from typing import Any
 from everynode.api import errors
 from everynode.api import field as fielderr
 from everynode.api.fields import check_field_selector, selectable_fields
+from everynode.api.rbac import UserInfo
 from everynode.api.registry import ResourceType
 from everynode.api.selectors import SelectorError, parse_field_selector, parse_label_selector
+from everynode.apiserver.authorization import ADMIN
 from everynode.storage.base import Predicate
 
 Obj = dict[str, Any]
@@ -35,6 +37,8 @@ class RequestOptions:
     field_validation: str | None = None  # "Strict" | "Warn" | "Ignore" | None (= server default, Warn)
     force: bool = False  # server-side apply
     user: str = "admin"
+    requester: UserInfo = ADMIN
+    """Who asks, as authentication and impersonation left it (the reviews answer for them)."""
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)  # filled by the service; sent as Warning headers
 

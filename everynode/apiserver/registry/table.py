@@ -23,11 +23,15 @@ from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
 from everynode.apiserver.registry.apps.deployment import DeploymentStrategy
 from everynode.apiserver.registry.apps.replicaset import ReplicaSetStrategy
 from everynode.apiserver.registry.apps.scale import ScalableStore
+from everynode.apiserver.registry.authentication.reviews import AuthenticationReviewStore
+from everynode.apiserver.registry.authorization.reviews import ReviewStore
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
+from everynode.apiserver.registry.core.serviceaccount import ServiceAccountStore
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.rbac.policy import PolicyBasedStore
 from everynode.apiserver.registry.strategy import Strategy
 
 
@@ -44,7 +48,7 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("services", ServiceStrategy(cluster_ips)),
         with_strategy("daemonsets.apps", DaemonSetStrategy()),
         with_strategy("nodes", Strategy(keeps_status=True)),
-        with_strategy("serviceaccounts", Strategy(allow_create_on_update=True, return_deleted_object=True)),
+        ServiceAccountStore(resource("serviceaccounts"), ctx),
         with_strategy("endpoints", Strategy(allow_create_on_update=True)),
         with_strategy("events", Strategy(allow_create_on_update=True)),
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
@@ -52,6 +56,9 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         CustomResourceDefinitionStore(resource("customresourcedefinitions.apiextensions.k8s.io"), ctx),
         ScalableStore(resource("deployments.apps"), ctx, DeploymentStrategy()),
         ScalableStore(resource("replicasets.apps"), ctx, ReplicaSetStrategy()),
+        *(ReviewStore(rt, ctx) for rt in RESOURCES if rt.group == "authorization.k8s.io"),
+        *(PolicyBasedStore(rt, ctx) for rt in RESOURCES if rt.group == "rbac.authorization.k8s.io"),
+        *(AuthenticationReviewStore(rt, ctx) for rt in RESOURCES if rt.group == "authentication.k8s.io"),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]

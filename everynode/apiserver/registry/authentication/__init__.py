@@ -1,0 +1,1 @@
+"""authentication.k8s.io: the review resources (``reviews.py``)."""

@@ -1,0 +1,1 @@
+"""The authorization.k8s.io storages (``pkg/registry/authorization``)."""
