@@ -98,6 +98,9 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
+                 ("pdb",), subresources=(_status("PodDisruptionBudget"),)),
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, (), ("all",), subresources=(_status("Job"),)),
 )
 
 def _names(rt: ResourceType) -> list[str]:

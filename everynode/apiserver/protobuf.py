@@ -87,6 +87,44 @@ DELETE_OPTIONS: Table = {
 EVICTION: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("deleteOptions", "msg", DELETE_OPTIONS, "")}
 BINDING: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("target", "msg", OBJECT_REFERENCE, "")}
 
+# batch/v1 Job as ``kubectl create job`` sends it: the pod template's common fields (a
+# container's resources are kept as present but their quantities are not decoded).
+LABEL_SELECTOR: Table = {
+    1: ("matchLabels", "map_ss", None, ""),
+    2: ("matchExpressions", "msg", {1: ("key", "str", None, ""), 2: ("operator", "str", None, ""),
+                                    3: ("values", "str", None, "rep")}, "rep"),
+}
+CONTAINER: Table = {
+    1: ("name", "str", None, ""), 2: ("image", "str", None, ""), 3: ("command", "str", None, "rep"),
+    4: ("args", "str", None, "rep"), 5: ("workingDir", "str", None, ""),
+    6: ("ports", "msg", {1: ("name", "str", None, ""), 2: ("hostPort", "int", None, ""),
+                         3: ("containerPort", "int", None, ""), 4: ("protocol", "str", None, ""),
+                         5: ("hostIP", "str", None, "")}, "rep"),
+    7: ("env", "msg", {1: ("name", "str", None, ""), 2: ("value", "str", None, "")}, "rep"),
+    8: ("resources", "msg", {}, ""), 13: ("terminationMessagePath", "str", None, ""),
+    14: ("imagePullPolicy", "str", None, ""), 20: ("terminationMessagePolicy", "str", None, ""),
+}
+POD_SPEC: Table = {
+    2: ("containers", "msg", CONTAINER, "rep"), 3: ("restartPolicy", "str", None, ""),
+    4: ("terminationGracePeriodSeconds", "int", None, "ptr"), 5: ("activeDeadlineSeconds", "int", None, "ptr"),
+    6: ("dnsPolicy", "str", None, ""), 7: ("nodeSelector", "map_ss", None, ""),
+    8: ("serviceAccountName", "str", None, ""), 9: ("serviceAccount", "str", None, ""),
+    10: ("nodeName", "str", None, ""), 11: ("hostNetwork", "bool", None, ""), 14: ("securityContext", "msg", {}, ""),
+    19: ("schedulerName", "str", None, ""), 20: ("initContainers", "msg", CONTAINER, "rep"),
+    24: ("priorityClassName", "str", None, ""), 30: ("enableServiceLinks", "bool", None, "ptr"),
+}
+POD_TEMPLATE_SPEC: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", POD_SPEC, "")}
+JOB_SPEC: Table = {
+    1: ("parallelism", "int", None, "ptr"), 2: ("completions", "int", None, "ptr"),
+    3: ("activeDeadlineSeconds", "int", None, "ptr"), 4: ("selector", "msg", LABEL_SELECTOR, ""),
+    5: ("manualSelector", "bool", None, "ptr"), 6: ("template", "msg", POD_TEMPLATE_SPEC, ""),
+    7: ("backoffLimit", "int", None, "ptr"), 8: ("ttlSecondsAfterFinished", "int", None, "ptr"),
+    9: ("completionMode", "str", None, "ptr"), 10: ("suspend", "bool", None, "ptr"),
+    12: ("backoffLimitPerIndex", "int", None, "ptr"), 13: ("maxFailedIndexes", "int", None, "ptr"),
+    14: ("podReplacementPolicy", "str", None, "ptr"), 15: ("managedBy", "str", None, "ptr"),
+}
+JOB: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", JOB_SPEC, "")}
+
 KINDS: dict[str, Table] = {
     "Namespace": NAMESPACE,
     "ConfigMap": CONFIG_MAP,
@@ -95,6 +133,7 @@ KINDS: dict[str, Table] = {
     "DeleteOptions": DELETE_OPTIONS,
     "Eviction": EVICTION,
     "Binding": BINDING,
+    "Job": JOB,
 }
 
 _UNKNOWN: Table = {

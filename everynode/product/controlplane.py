@@ -29,7 +29,8 @@ from everynode.storage.private import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
-COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints")
+COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints",
+              "disruption", "job")
 
 Progress = Callable[[str], None]
 
@@ -283,6 +284,16 @@ class ControlPlane:
 
             self.components["daemonset"] = DaemonSetController(client, clock=clock, informers=self.informers,
                                                                recorder=recorder("daemonset-controller"))
+        if "disruption" in enabled:
+            from everynode.controllers.disruption import EVENT_COMPONENT, DisruptionController
+
+            self.components["disruption"] = DisruptionController(
+                client, informers=self.informers, clock=clock, recorder=recorder(EVENT_COMPONENT))
+        if "job" in enabled:
+            from everynode.controllers.job import JobController
+
+            self.components["job"] = JobController(client, informers=self.informers, clock=clock,
+                                                   recorder=recorder("job-controller"))
         for name, component in self.components.items():
             say(f"starting {name}")
             try:

@@ -86,7 +86,7 @@ MAX_SIMULATED_SECONDS = 86_400.0
 # why's verdicts of a node that holds a rollout back (pending pods are reported apart).
 BLOCKING_VERDICTS = frozenset({"missing", "unhealthy", "outdated", "misscheduled"})
 SETTLE_SECONDS = 1.0
-DISABLED = ("garbage-collector", "endpoints")
+DISABLED = ("garbage-collector", "endpoints", "disruption", "job")
 
 
 class PlanError(Exception):

@@ -82,6 +82,8 @@ FLAGS = {
     "events.events.k8s.io": (True, False, False),
     "leases.coordination.k8s.io": (True, False, False),
     "daemonsets.apps": (False, False, True),
+    "poddisruptionbudgets.policy": (False, False, True),
+    "jobs.batch": (False, False, True),
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from everynode.api.field import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, core, other, pod
+from everynode.api.validation import apps, batch, core, other, pod, policy
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -55,6 +55,8 @@ _CREATE: dict[str, CreateFn] = {
     "leases.coordination.k8s.io": other.validate_lease_create,
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_create,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_create,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_create,
+    "jobs.batch": batch.validate_job_create,
 }
 
 _UPDATE: dict[str, UpdateFn] = {
@@ -73,6 +75,8 @@ _UPDATE: dict[str, UpdateFn] = {
     "leases.coordination.k8s.io": other.validate_lease_update,
     "priorityclasses.scheduling.k8s.io": other.validate_priority_class_update,
     "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_update,
+    "jobs.batch": batch.validate_job_update,
 }
 
 _STATUS_UPDATE: dict[str, UpdateFn] = {
@@ -82,6 +86,8 @@ _STATUS_UPDATE: dict[str, UpdateFn] = {
     # ValidateNodeUpdate is also the node status validator upstream.
     "nodes": core.validate_node_update,
     "services": core.validate_service_status_update,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_status_update,
+    "jobs.batch": batch.validate_job_status_update,
 }
 
 

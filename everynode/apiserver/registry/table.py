@@ -19,11 +19,13 @@ from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
+from everynode.apiserver.registry.batch.job import JobStrategy
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.policy.poddisruptionbudget import PodDisruptionBudgetStrategy
 from everynode.apiserver.registry.strategy import Strategy
 
 
@@ -34,9 +36,10 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
 
     # Kinds whose only rules are upstream's strategy flags are declared here; kinds with
     # hooks have a module (namespace, pod, service under core/, daemonset under apps/).
+    budgets = with_strategy("poddisruptionbudgets.policy", PodDisruptionBudgetStrategy())
     special = [
         NamespaceStore(resource("namespaces"), ctx),
-        PodStore(resource("pods"), ctx),
+        PodStore(resource("pods"), ctx, budgets=budgets),
         with_strategy("services", ServiceStrategy(cluster_ips)),
         with_strategy("daemonsets.apps", DaemonSetStrategy()),
         with_strategy("nodes", Strategy(keeps_status=True)),
@@ -45,6 +48,8 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("events", Strategy(allow_create_on_update=True)),
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
         with_strategy("leases.coordination.k8s.io", Strategy(allow_create_on_update=True)),
+        budgets,
+        with_strategy("jobs.batch", JobStrategy()),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
