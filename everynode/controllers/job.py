@@ -43,7 +43,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from everynode.api.errors import ApiError
-from everynode.api.meta import controller_ref, deep_copy, key_of, make_controller_ref, split_key
+from everynode.api.meta import (
+    controller_ref,
+    deep_copy,
+    key_of,
+    make_controller_ref,
+    resource_version,
+    split_key,
+)
 from everynode.api.pod import is_pod_ready, timestamp_seconds
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -181,6 +188,8 @@ class JobController:
         self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
         self.expectations = Expectations(clock=clock)
         self.backoff: dict[str, BackoffRecord] = {}
+        self._written: dict[str, Obj] = {}
+        self._finalizers_removed: dict[str, set[str]] = {}
         self.queue: WorkQueue = WorkQueue(name="job")
         self._task: asyncio.Task[None] | None = None
 
@@ -193,6 +202,8 @@ class JobController:
         key = key_of(job)
         self.expectations.delete_expectations(key)
         self.backoff.pop(key, None)
+        self._written.pop(key, None)
+        self._finalizers_removed.pop(key, None)
 
     def _owner_key(self, pod: Obj) -> str | None:
         ref = controller_ref(pod)
@@ -251,7 +262,7 @@ class JobController:
     # -- one pass ---------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> float | None:
-        job = self.jobs.get(key)
+        job = self._current(key)
         if job is None:
             return None
         if is_finished(job):
@@ -271,9 +282,15 @@ class JobController:
 
         # 2. what finished since the last pass (pods still carrying our finalizer)
         record = self.backoff.setdefault(key, BackoffRecord())
+        # Pods whose finalizer this controller already removed (and counted), while the informer
+        # still shows it — upstream's finalizer expectations (uidTrackingExpectations).
+        removed = self._finalizers_removed.setdefault(key, set())
+        removed &= {p["metadata"]["uid"] for p in pods
+                    if TRACKING_FINALIZER in (p["metadata"].get("finalizers") or ())}
         for pod in pods:
             pod_uid = pod["metadata"]["uid"]
-            if TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()) or pod_uid in known:
+            if TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()) or pod_uid in known \
+                    or pod_uid in removed:
                 continue
             if (pod.get("status") or {}).get("phase") == "Succeeded":
                 uncounted_succeeded.append(pod_uid)
@@ -337,6 +354,7 @@ class JobController:
         # finalizers off the counted pods, then the counters
         if uncounted_succeeded or uncounted_failed:
             await self._remove_finalizers(pods, set(uncounted_succeeded) | set(uncounted_failed))
+            removed |= set(uncounted_succeeded) | set(uncounted_failed)
             status = dict(job.get("status") or {})
             if uncounted_succeeded:
                 status["succeeded"] = int(status.get("succeeded") or 0) + len(uncounted_succeeded)
@@ -350,6 +368,21 @@ class JobController:
             await self._finish(job, target, now_text)
             return None
         return recheck
+
+    def _current(self, key: str) -> Obj | None:
+        """The Job from the informer, or the version this controller last wrote when the informer
+        has not caught up with it yet: counting again from a status that predates our own write
+        would count finished pods twice or create their replacements again."""
+        cached = self.jobs.get(key)
+        written = self._written.get(key)
+        if cached is None or written is None:
+            self._written.pop(key, None)
+            return cached
+        if written["metadata"].get("uid") == cached["metadata"].get("uid") and \
+                resource_version(written) > resource_version(cached):
+            return written
+        del self._written[key]
+        return cached
 
     async def _manage(self, key: str, job: Obj, spec: Obj, active: list[Obj], succeeded: int,
                       record: BackoffRecord, conditions: list[Obj], now: float, now_text: str,
@@ -448,7 +481,9 @@ class JobController:
         new.setdefault("apiVersion", "batch/v1")
         new.setdefault("kind", "Job")
         new["status"] = status
-        return await self.client.update("jobs.batch", new, subresource="status", field_manager=FIELD_MANAGER)
+        written = await self.client.update("jobs.batch", new, subresource="status", field_manager=FIELD_MANAGER)
+        self._written[key_of(written)] = written
+        return written
 
     async def _finish(self, job: Obj, target: Obj, now_text: str) -> None:
         status = dict(job.get("status") or {})
