@@ -124,6 +124,14 @@ JOB_SPEC: Table = {
     14: ("podReplacementPolicy", "str", None, "ptr"), 15: ("managedBy", "str", None, "ptr"),
 }
 JOB: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", JOB_SPEC, "")}
+# policy/v1 PodDisruptionBudget as ``kubectl create pdb`` sends it; an IntOrString is the message
+# {1 type (0 int, 1 string), 2 intVal, 3 strVal}, decoded to the number or the string.
+INT_OR_STRING: Table = {1: ("type", "int", None, ""), 2: ("intVal", "int", None, ""), 3: ("strVal", "str", None, "")}
+PDB_SPEC: Table = {
+    1: ("minAvailable", "intstr", INT_OR_STRING, ""), 2: ("selector", "msg", LABEL_SELECTOR, ""),
+    3: ("maxUnavailable", "intstr", INT_OR_STRING, ""), 4: ("unhealthyPodEvictionPolicy", "str", None, "ptr"),
+}
+POD_DISRUPTION_BUDGET: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", PDB_SPEC, "")}
 
 KINDS: dict[str, Table] = {
     "Namespace": NAMESPACE,
@@ -134,6 +142,7 @@ KINDS: dict[str, Table] = {
     "Eviction": EVICTION,
     "Binding": BINDING,
     "Job": JOB,
+    "PodDisruptionBudget": POD_DISRUPTION_BUDGET,
 }
 
 _UNKNOWN: Table = {
@@ -257,6 +266,9 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
                 decoded = value
             elif kind == "msg":
                 decoded = decode_message(value, sub)
+            elif kind == "intstr":
+                parts = decode_message(value, sub)
+                decoded = parts.get("strVal", "") if parts.get("type") == 1 else parts.get("intVal", 0)
             elif kind == "time":
                 decoded = _time(value)
             elif kind == "fields":
@@ -277,7 +289,8 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
             out[name] = decoded
     # Go's omitempty: drop zero scalars that are not pointers; keep present messages.
     for name, kind, _sub, flags in table.values():
-        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "map_ss", "map_sb"):
+        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "intstr", "map_ss",
+                                                                                        "map_sb"):
             if _is_zero(out[name]):
                 del out[name]
     return out

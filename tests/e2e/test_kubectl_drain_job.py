@@ -12,7 +12,7 @@ on `everynode up`.  What a user sees on a real cluster, and what is checked here
 * ``kubectl create job`` (protobuf from 1.32 on) runs to ``Complete`` (``kubectl wait
   --for=condition=complete``); a Job whose container fails reaches its backoffLimit
   (``Failed``, ``BackoffLimitExceeded``) after the back-off between its retries.
-* ``kubectl get pdb,jobs`` prints upstream's columns.
+* ``kubectl create pdb`` (protobuf too) and ``kubectl get pdb,jobs`` with upstream's columns.
 
 The workload is two bare pods on the drained node and ``--force``: the replacement is created
 by the test (:meth:`BareWorkload.replace`), standing in for the ReplicaSet of a Deployment.  Once
@@ -209,7 +209,11 @@ def test_jobs_complete_and_fail(version: str, tmp_path: Path) -> None:
         reasons = {c["type"]: c["reason"] for c in status["conditions"]}
         assert reasons == {"FailureTarget": "BackoffLimitExceeded", "Failed": "BackoffLimitExceeded"}
 
-        kubectl("apply", "-f", "-", input=MANIFESTS.split("---", 1)[1].split("---")[0])  # the budget
+        # kubectl create pdb posts protobuf from 1.32 on (an IntOrString inside), JSON before
+        created = kubectl("create", "pdb", "web", "-n", NS, "--selector=app=web", "--min-available=2")
+        assert created.stdout.strip() == "poddisruptionbudget.policy/web created"
+        spec = cluster.client.get("poddisruptionbudgets.policy", "web", namespace=NS)["spec"]
+        assert spec == {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}
         lines = kubectl("get", "pdb,jobs", "-n", NS).stdout.splitlines()
         assert lines[0].split() == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]
         assert lines[1].split()[:4] == ["poddisruptionbudget.policy/web", "2", "N/A", "0"]
