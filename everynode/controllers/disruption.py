@@ -52,7 +52,7 @@ from everynode.api.pod import is_pod_ready, timestamp_seconds
 from everynode.api.selectors import SelectorError, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
-from everynode.client.informer import SharedInformerFactory
+from everynode.client.informer import NAMESPACE_INDEX, SharedInformerFactory, index_by_namespace
 from everynode.client.workqueue import WorkQueue, run_worker
 from everynode.clock import Clock
 
@@ -264,6 +264,54 @@ def _replicas(obj: Obj) -> int:
     return 1 if value is None else int(value)
 
 
+async def controller_scale(client: Client, ref: Obj, namespace: str) -> tuple[str, int] | None:
+    """The finders, in upstream's order: ReplicationController, Deployment (through its
+    ReplicaSet), ReplicaSet, StatefulSet, then any kind's ``scale`` subresource.  (uid, scale) of
+    the controller that counts, None when ``ref`` names no such object (any more)."""
+    kind, group = ref.get("kind") or "", _group_of(ref.get("apiVersion") or "")
+    if kind == "ReplicaSet" and group in ("apps", "extensions"):
+        rs = await _get_owner(client, "replicasets.apps", ref, namespace)
+        if rs is None:
+            return None
+        owner = controller_ref(rs)
+        if owner is not None and owner.get("kind") == "Deployment":
+            if _group_of(owner.get("apiVersion") or "") not in ("apps", "extensions"):
+                return None
+            deployment = await _get_owner(client, "deployments.apps", owner, namespace)
+            return None if deployment is None else (owner["uid"], _replicas(deployment))
+        return ref["uid"], _replicas(rs)
+    simple = {("ReplicationController", ""): "replicationcontrollers", ("StatefulSet", "apps"): "statefulsets.apps"}
+    if (kind, group) in simple:
+        owner_obj = await _get_owner(client, simple[(kind, group)], ref, namespace)
+        return None if owner_obj is None else (ref["uid"], _replicas(owner_obj))
+    rt = registry.by_kind(ref.get("apiVersion") or "", kind)
+    if rt is None:
+        raise ExpectedCountError(f'no matches for kind "{kind}" in version "{ref.get("apiVersion") or ""}"')
+    if rt.subresource("scale") is None:
+        raise ExpectedCountError(f"{rt.key} does not implement the scale subresource")
+    try:
+        scale = await client.get(rt.key, ref.get("name") or "", namespace=namespace, subresource="scale")
+    except ApiError as exc:
+        if exc.code == 404:
+            return None
+        raise
+    if (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
+        return None
+    return ref["uid"], int((scale.get("spec") or {}).get("replicas") or 0)
+
+
+async def _get_owner(client: Client, resource: str, ref: Obj, namespace: str) -> Obj | None:
+    """The owner ``ref`` names if it is still that object (uid), else None (a kind this build
+    does not serve counts as not found)."""
+    try:
+        obj = await client.get(resource, ref.get("name") or "", namespace=namespace)
+    except ApiError as exc:
+        if exc.code == 404:
+            return None
+        raise
+    return obj if (obj.get("metadata") or {}).get("uid") == ref.get("uid") else None
+
+
 class DisruptionController:
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  recorder: EventRecorder | None = None) -> None:
@@ -272,6 +320,8 @@ class DisruptionController:
         self.recorder = recorder
         self.pdbs = informers.informer("poddisruptionbudgets.policy")
         self.pods = informers.informer("pods")
+        self.pdbs.add_indexers({NAMESPACE_INDEX: index_by_namespace})
+        self.pods.add_indexers({NAMESPACE_INDEX: index_by_namespace})
         self.pdbs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
                               on_delete=self._enqueue)
         self.pods.add_handler(on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new),
@@ -286,8 +336,8 @@ class DisruptionController:
     def _pod_changed(self, pod: Obj) -> None:
         """``getPdbForPod``: the budgets of the pod's namespace that select it."""
         namespace = (pod.get("metadata") or {}).get("namespace") or ""
-        for pdb in self.pdbs.list():
-            if (pdb.get("metadata") or {}).get("namespace") == namespace and pdb_selects(pdb, pod):
+        for pdb in self.pdbs.by_index(NAMESPACE_INDEX, namespace):
+            if pdb_selects(pdb, pod):
                 self._enqueue(pdb)
 
     async def start(self) -> None:
@@ -316,8 +366,7 @@ class DisruptionController:
 
     def pods_for(self, pdb: Obj) -> list[Obj]:
         namespace = (pdb.get("metadata") or {}).get("namespace") or ""
-        return [p for p in self.pods.list() if (p.get("metadata") or {}).get("namespace") == namespace
-                and pdb_selects(pdb, p)]
+        return [p for p in self.pods.by_index(NAMESPACE_INDEX, namespace) if pdb_selects(pdb, p)]
 
     async def sync(self, key: str) -> float | None:
         """One pass over one budget; returns when to look again (a ``disruptedPods`` expiry)."""
@@ -342,7 +391,7 @@ class DisruptionController:
         scale: int | None = None
         if _needs_scale(spec):
             try:
-                scale, unmanaged = await expected_scale(pods, self._scale_of)
+                scale, unmanaged = await expected_scale(pods, lambda ref, ns: controller_scale(self.client, ref, ns))
             except (ExpectedCountError, ValueError) as exc:
                 self._event(pdb, "Warning", "CalculateExpectedPodCountFailed",
                             f"Failed to calculate the number of expected pods: {exc}")
@@ -378,51 +427,6 @@ class DisruptionController:
         except ApiError as exc:
             if exc.code not in (404, 409):
                 raise
-
-    async def _scale_of(self, ref: Obj, namespace: str) -> tuple[str, int] | None:
-        """The finders, in upstream's order: ReplicationController, Deployment (through its
-        ReplicaSet), ReplicaSet, StatefulSet, then any kind's ``scale`` subresource."""
-        kind, group = ref.get("kind") or "", _group_of(ref.get("apiVersion") or "")
-        if kind == "ReplicaSet" and group in ("apps", "extensions"):
-            rs = await self._get("replicasets.apps", ref, namespace)
-            if rs is None:
-                return None
-            owner = controller_ref(rs)
-            if owner is not None and owner.get("kind") == "Deployment":
-                if _group_of(owner.get("apiVersion") or "") not in ("apps", "extensions"):
-                    return None
-                deployment = await self._get("deployments.apps", owner, namespace)
-                return None if deployment is None else (owner["uid"], _replicas(deployment))
-            return ref["uid"], _replicas(rs)
-        simple = {("ReplicationController", ""): "replicationcontrollers", ("StatefulSet", "apps"): "statefulsets.apps"}
-        if (kind, group) in simple:
-            owner_obj = await self._get(simple[(kind, group)], ref, namespace)
-            return None if owner_obj is None else (ref["uid"], _replicas(owner_obj))
-        rt = registry.by_kind(ref.get("apiVersion") or "", kind)
-        if rt is None:
-            raise ExpectedCountError(f'no matches for kind "{kind}" in version "{ref.get("apiVersion") or ""}"')
-        if rt.subresource("scale") is None:
-            raise ExpectedCountError(f"{rt.key} does not implement the scale subresource")
-        try:
-            scale = await self.client.get(rt.key, ref.get("name") or "", namespace=namespace, subresource="scale")
-        except ApiError as exc:
-            if exc.code == 404:
-                return None
-            raise
-        if (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
-            return None
-        return ref["uid"], int((scale.get("spec") or {}).get("replicas") or 0)
-
-    async def _get(self, resource: str, ref: Obj, namespace: str) -> Obj | None:
-        """The owner ``ref`` names if it is still that object (uid), else None (a kind this build
-        does not serve counts as not found)."""
-        try:
-            obj = await self.client.get(resource, ref.get("name") or "", namespace=namespace)
-        except ApiError as exc:
-            if exc.code == 404:
-                return None
-            raise
-        return obj if (obj.get("metadata") or {}).get("uid") == ref.get("uid") else None
 
     def _event(self, pdb: Obj, type_: str, reason: str, message: str) -> None:
         if self.recorder is not None:

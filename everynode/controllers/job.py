@@ -18,7 +18,8 @@ Per Job key, one pass:
    ``status.uncountedTerminatedPods`` (one status write), then their finalizers are removed, then
    they move into ``succeeded``/``failed`` (a second write).  A pod deleted before it finished
    counts as failed (``podReplacementPolicy: TerminatingOrFailed``, the default).
-3. ``failed > backoffLimit`` → ``FailureTarget`` (``BackoffLimitExceeded``, "Job has reached the
+3. ``failed > backoffLimit`` (or, with ``restartPolicy: OnFailure``, as many container restarts)
+   → ``FailureTarget`` (``BackoffLimitExceeded``, "Job has reached the
    specified backoff limit"); past ``activeDeadlineSeconds`` since ``startTime`` →
    ``FailureTarget`` (``DeadlineExceeded``); succeeded ≥ completions (or, without completions,
    one success) with nothing active → ``SuccessCriteriaMet`` (``CompletionsReached``, "Reached
@@ -147,6 +148,22 @@ def with_condition(conditions: list[Obj] | None, cond: Obj) -> list[Obj]:
     if not found:
         out.append(cond)
     return out
+
+
+def past_backoff_limit_on_failure(spec: Obj, pods: list[Obj]) -> bool:
+    """``pastBackoffLimitOnFailure``: with ``restartPolicy: OnFailure`` the kubelet restarts
+    failing containers in place, so their restarts (of running and pending pods) count against
+    the backoffLimit."""
+    if ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") != "OnFailure":
+        return False
+    restarts = 0
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Running", "Pending"):
+            for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+                restarts += int(cs.get("restartCount") or 0)
+    limit = int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6)
+    return restarts > 0 if limit == 0 else restarts >= limit
 
 
 def _finished_at(pod: Obj) -> float | None:
@@ -314,7 +331,8 @@ class JobController:
         recheck: float | None = None
         if target is None:
             deadline = spec.get("activeDeadlineSeconds")
-            if failed > int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6):
+            limit = int(spec.get("backoffLimit") if spec.get("backoffLimit") is not None else 6)
+            if failed > limit or past_backoff_limit_on_failure(spec, active):
                 target = new_condition("FailureTarget", *BACKOFF_LIMIT_EXCEEDED, now_text)
             elif deadline is not None and status.get("startTime") and not suspended:
                 remaining = timestamp_seconds(status["startTime"]) + int(deadline) - now
@@ -332,6 +350,7 @@ class JobController:
         # 3./4. the pods
         if target is not None:
             await self._delete_pods(key, job, active)
+            terminating = terminating + active  # counted as they go; the Job finishes after them
             active = []
         else:
             conditions, wait = await self._manage(key, job, spec, active, succeeded, record, conditions, now,

@@ -201,3 +201,17 @@ async def _gone(c: everynode.Cluster, name: str) -> None:
                 return
         await asyncio.sleep(1)
     raise AssertionError("the finished Job was not deleted")
+
+
+def test_a_job_past_its_active_deadline_fails() -> None:
+    with everynode.Cluster(nodes=1, control_planes=1, pod_startup=1.0, virtual_time=True) as c:
+        slow = job("slow", activeDeadlineSeconds=30)
+        slow["spec"]["template"]["metadata"] = {"annotations": {"everynode.io/startup-seconds": "600"}}
+        c.client.create("jobs.batch", slow)
+        failed = c.wait_for("jobs.batch", "slow", lambda j: condition(j, "Failed"), namespace=NS, timeout=120)
+        cond = condition(failed, "Failed")
+        assert (cond["reason"], cond["message"]) == ("DeadlineExceeded", "Job was active longer than specified deadline")
+        took = parse_rfc3339(cond["lastTransitionTime"]) - parse_rfc3339(failed["status"]["startTime"])
+        assert 30 <= took < 32
+        assert failed["status"]["failed"] == 1  # its pod, deleted before it finished
+        assert "active" not in failed["status"]

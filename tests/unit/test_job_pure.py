@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from everynode.controllers.job import backoff_delay, counts_as_failed, is_complete, want_active
+from everynode.controllers.job import (
+    backoff_delay,
+    counts_as_failed,
+    is_complete,
+    past_backoff_limit_on_failure,
+    want_active,
+)
 
 
 @pytest.mark.parametrize(("spec", "succeeded", "active", "want"), [
@@ -47,3 +53,20 @@ def test_backoff_delay(failures, delay) -> None:
 def test_counts_as_failed(phase, deleting, policy, failed) -> None:
     md = {"name": "p", "deletionTimestamp": "T"} if deleting else {"name": "p"}
     assert counts_as_failed({"metadata": md, "status": {"phase": phase}}, {"podReplacementPolicy": policy}) is failed
+
+
+def _restarting(restarts: int, phase: str = "Running") -> dict:
+    return {"metadata": {"name": "p"}, "status": {"phase": phase, "containerStatuses": [{"restartCount": restarts}]}}
+
+
+@pytest.mark.parametrize(("policy", "limit", "pods", "past"), [
+    ("OnFailure", 2, [_restarting(1), _restarting(1)], True),
+    ("OnFailure", 3, [_restarting(1), _restarting(1)], False),
+    ("OnFailure", 0, [_restarting(1)], True),
+    ("OnFailure", 0, [_restarting(0)], False),
+    ("OnFailure", 1, [_restarting(5, phase="Failed")], False),  # only running and pending pods count
+    ("Never", 1, [_restarting(5)], False),
+])
+def test_past_backoff_limit_on_failure(policy, limit, pods, past) -> None:
+    spec = {"backoffLimit": limit, "template": {"spec": {"restartPolicy": policy}}}
+    assert past_backoff_limit_on_failure(spec, pods) is past
