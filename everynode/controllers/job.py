@@ -32,6 +32,9 @@ Per Job key, one pass:
    none (condition ``Suspended``).  After a failure a new pod waits the back-off: 10 s doubled per
    consecutive failure since the last success, capped at 10 min, from the last failure.
 
+A pod left holding the finalizer by a Job that was deleted (``kubectl delete job``: the garbage
+collector deletes its pods) has it removed, so it can go (``syncOrphanPod``).
+
 Creations and deletions are recorded as expectations (``client/expectations.py``) so a pass
 never acts on an informer cache that has not yet seen its own writes.
 """
@@ -208,7 +211,9 @@ class JobController:
         self._written: dict[str, Obj] = {}
         self._finalizers_removed: dict[str, set[str]] = {}
         self.queue: WorkQueue = WorkQueue(name="job")
+        self.orphans: WorkQueue = WorkQueue(name="job_orphan_pod")
         self._task: asyncio.Task[None] | None = None
+        self._orphan_task: asyncio.Task[None] | None = None
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -216,11 +221,15 @@ class JobController:
         self.queue.add(key_of(job))
 
     def _job_deleted(self, job: Obj) -> None:
+        """``deleteJob``: forget it, and free its pods of the tracking finalizer
+        (``cleanupPodFinalizers``) so they can go."""
         key = key_of(job)
         self.expectations.delete_expectations(key)
         self.backoff.pop(key, None)
         self._written.pop(key, None)
         self._finalizers_removed.pop(key, None)
+        for pod in self.pods.by_index(JOB_UID_INDEX, job["metadata"].get("uid") or ""):
+            self._check_orphan(pod)
 
     def _owner_key(self, pod: Obj) -> str | None:
         ref = controller_ref(pod)
@@ -228,8 +237,21 @@ class JobController:
             return None
         return f"{pod['metadata'].get('namespace') or ''}/{ref.get('name') or ''}"
 
+    def _check_orphan(self, pod: Obj) -> None:
+        """``enqueueOrphanPod``: a pod holding the tracking finalizer with no Job (of its uid) to
+        count it."""
+        md = pod["metadata"]
+        if TRACKING_FINALIZER not in (md.get("finalizers") or ()):
+            return
+        ref = controller_ref(pod)
+        key = self._owner_key(pod)
+        job = self.jobs.get(key) if key is not None else None
+        if ref is None or job is None or job["metadata"].get("uid") != ref.get("uid"):
+            self.orphans.add(key_of(pod))
+
     def _pod_added(self, pod: Obj) -> None:
         key = self._owner_key(pod)
+        self._check_orphan(pod)
         if key is not None:
             self.expectations.creation_observed(key)
             self.queue.add(key)
@@ -237,6 +259,7 @@ class JobController:
     def _pod_updated(self, old: Obj, pod: Obj) -> None:
         """A pod marked for deletion counts as the deletion observed (it may stay, finalized)."""
         key = self._owner_key(pod)
+        self._check_orphan(pod)
         if key is None:
             return
         if pod["metadata"].get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
@@ -258,16 +281,20 @@ class JobController:
         await self.jobs.wait_synced()
         await self.pods.wait_synced()
         self._task = asyncio.create_task(self._worker(), name="job-controller")
+        self._orphan_task = asyncio.create_task(run_worker(self.orphans, self.sync_orphan_pod),
+                                                name="job-controller-orphans")
 
     async def stop(self) -> None:
         self.queue.shutdown()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        self.orphans.shutdown()
+        for task in (self._task, self._orphan_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._task = self._orphan_task = None
 
     async def wait_idle(self) -> None:
-        while self.queue.len() or self.queue.processing:
+        while self.queue.len() or self.queue.processing or self.orphans.len() or self.orphans.processing:
             await asyncio.sleep(0.01)
 
     async def _worker(self) -> None:
@@ -402,6 +429,18 @@ class JobController:
             return written
         del self._written[key]
         return cached
+
+    async def sync_orphan_pod(self, key: str) -> None:
+        """``syncOrphanPod``: remove the tracking finalizer of a pod whose Job is gone."""
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        ref = controller_ref(pod)
+        owner = self._owner_key(pod)
+        job = self.jobs.get(owner) if owner is not None else None
+        if ref is not None and job is not None and job["metadata"].get("uid") == ref.get("uid"):
+            return  # its Job counts it
+        await self._remove_finalizers([pod], {pod["metadata"]["uid"]})
 
     async def _manage(self, key: str, job: Obj, spec: Obj, active: list[Obj], succeeded: int,
                       record: BackoffRecord, conditions: list[Obj], now: float, now_text: str,

@@ -234,10 +234,13 @@ class ControlPlane:
             return rec
 
         if "garbage-collector" in enabled:
-            from everynode.controllers.garbagecollector import GarbageCollector
+            from everynode.controllers.garbagecollector import MONITORED, GarbageCollector
             from everynode.controllers.namespace import NamespaceController
 
-            self.components["garbage-collector"] = GarbageCollector(client, informers=self.informers, clock=clock)
+            # Jobs own the pods the Job controller makes: watched as owners when it runs.
+            monitored = MONITORED + (("jobs.batch",) if "job" in enabled else ())
+            self.components["garbage-collector"] = GarbageCollector(client, informers=self.informers, clock=clock,
+                                                                    resources=monitored)
             self.components["namespace"] = NamespaceController(client, informers=self.informers, clock=clock)
         if "node-lifecycle" in enabled:
             from everynode.controllers.nodelifecycle import NodeLifecycleController

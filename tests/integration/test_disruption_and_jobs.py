@@ -174,6 +174,24 @@ def test_a_job_runs_its_pods_to_completion(clean) -> None:
         assert (terminated["reason"], terminated["exitCode"]) == ("Completed", 0)
 
 
+def test_deleting_a_job_frees_its_pods_of_the_tracking_finalizer(clean) -> None:
+    c = clean
+    c.client.create("jobs.batch", job("long", parallelism=2, completions=2, behavior="never-ready"))
+    c.wait_for("jobs.batch", "long", lambda j: (j.get("status") or {}).get("active") == 2, namespace=NS, timeout=30)
+    c.client.delete("jobs.batch", "long", namespace=NS, propagation_policy="Background")
+
+    async def pods_gone() -> None:
+        client = c.plane.client
+        for _ in range(300):
+            left = (await client.list("pods", namespace=NS, label_selector="batch.kubernetes.io/job-name=long"))["items"]
+            if not left:
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"pods left: {[(p['metadata']['name'], p['metadata'].get('finalizers')) for p in left]}")
+
+    c.run(pods_gone(), timeout=60)
+
+
 def test_a_failing_job_stops_at_its_backoff_limit() -> None:
     with everynode.Cluster(nodes=1, control_planes=1, pod_startup=1.0, virtual_time=True) as c:
         c.client.create("jobs.batch", job("flaky", behavior="fail", backoffLimit=2, ttlSecondsAfterFinished=100))
