@@ -309,6 +309,33 @@ def _default_priority_class(obj: Obj) -> None:
         obj["preemptionPolicy"] = "PreemptLowerPriority"
 
 
+def _default_job(obj: Obj) -> None:
+    """``SetDefaults_Job`` (``pkg/apis/batch/v1/defaults.go``): completions and parallelism 1 when
+    both are unset, backoffLimit 6 (MaxInt32 with a per-index limit), NonIndexed, not suspended,
+    podReplacementPolicy ``Failed`` with a podFailurePolicy else ``TerminatingOrFailed``,
+    manualSelector false; the Job takes its template's labels when it has none."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    _set_if_none(spec, "parallelism", 1)
+    _set_if_none(spec, "backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
+    template = _dict(spec, "template")
+    labels = _dict(template, "metadata") if template is not None else None
+    labels = _dict(labels, "labels") if labels is not None else None
+    md = _dict(obj, "metadata")
+    if labels and md is not None and not md.get("labels"):
+        md["labels"] = dict(labels)
+    _set_if_none(spec, "completionMode", "NonIndexed")
+    _set_if_none(spec, "suspend", False)
+    _set_if_none(spec, "podReplacementPolicy",
+                 "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed")
+    _set_if_none(spec, "manualSelector", False)
+    _default_pod_template_holder(obj)
+
+
 def _nothing(obj: Obj) -> None:
     return None
 
@@ -333,6 +360,8 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "clusterrolebindings.rbac.authorization.k8s.io": default_binding,
     "roles.rbac.authorization.k8s.io": _nothing,
     "clusterroles.rbac.authorization.k8s.io": _nothing,
+    "poddisruptionbudgets.policy": _nothing,
+    "jobs.batch": _default_job,
 }
 
 

@@ -138,6 +138,9 @@ RESOURCES: tuple[ResourceType, ...] = (
                  False, verbs=("create",)),
     ResourceType("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False,
                  verbs=("create",)),
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
+                 ("pdb",), subresources=(_status("PodDisruptionBudget"),)),
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, (), ("all",), subresources=(_status("Job"),)),
 )
 
 def names_of(rt: ResourceType) -> list[str]:

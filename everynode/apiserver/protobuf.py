@@ -111,7 +111,8 @@ POD_SPEC: Table = {
     2: ("containers", "msg", CONTAINER, "rep"), 3: ("restartPolicy", "str", None, ""),
     4: ("terminationGracePeriodSeconds", "int", None, "ptr"), 5: ("activeDeadlineSeconds", "int", None, "ptr"),
     6: ("dnsPolicy", "str", None, ""), 7: ("nodeSelector", "map_ss", None, ""),
-    8: ("serviceAccountName", "str", None, ""), 10: ("nodeName", "str", None, ""),
+    8: ("serviceAccountName", "str", None, ""), 9: ("serviceAccount", "str", None, ""),
+    10: ("nodeName", "str", None, ""),
     11: ("hostNetwork", "bool", None, ""), 12: ("hostPID", "bool", None, ""), 13: ("hostIPC", "bool", None, ""),
     14: ("securityContext", "msg", {}, ""), 16: ("hostname", "str", None, ""), 17: ("subdomain", "str", None, ""),
     19: ("schedulerName", "str", None, ""), 20: ("initContainers", "msg", CONTAINER, "rep"),
@@ -210,7 +211,28 @@ TOKEN_REVIEW: Table = {
 }
 SELF_SUBJECT_REVIEW: Table = {1: ("metadata", "msg", OBJECT_META, "")}
 
+
+# batch/v1 Job as ``kubectl create job`` sends it (the pod template as for workloads above).
+JOB_SPEC: Table = {
+    1: ("parallelism", "int", None, "ptr"), 2: ("completions", "int", None, "ptr"),
+    3: ("activeDeadlineSeconds", "int", None, "ptr"), 4: ("selector", "msg", LABEL_SELECTOR, ""),
+    5: ("manualSelector", "bool", None, "ptr"), 6: ("template", "msg", POD_TEMPLATE_SPEC, ""),
+    7: ("backoffLimit", "int", None, "ptr"), 8: ("ttlSecondsAfterFinished", "int", None, "ptr"),
+    9: ("completionMode", "str", None, "ptr"), 10: ("suspend", "bool", None, "ptr"),
+    12: ("backoffLimitPerIndex", "int", None, "ptr"), 13: ("maxFailedIndexes", "int", None, "ptr"),
+    14: ("podReplacementPolicy", "str", None, "ptr"), 15: ("managedBy", "str", None, "ptr"),
+}
+JOB: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", JOB_SPEC, "")}
+# policy/v1 PodDisruptionBudget as ``kubectl create pdb`` sends it (IntOrString: ``_int_or_string``).
+PDB_SPEC: Table = {
+    1: ("minAvailable", "intstr", None, ""), 2: ("selector", "msg", LABEL_SELECTOR, ""),
+    3: ("maxUnavailable", "intstr", None, ""), 4: ("unhealthyPodEvictionPolicy", "str", None, "ptr"),
+}
+POD_DISRUPTION_BUDGET: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", PDB_SPEC, "")}
+
 KINDS: dict[str, Table] = {
+    "Job": JOB,
+    "PodDisruptionBudget": POD_DISRUPTION_BUDGET,
     "Deployment": DEPLOYMENT,
     "ReplicaSet": REPLICA_SET,
     "Scale": SCALE,

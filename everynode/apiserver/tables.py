@@ -684,6 +684,81 @@ def _binding_cells(binding: Obj, now: float) -> list[Any]:
             ", ".join(by_kind["User"]), ", ".join(by_kind["Group"]), ", ".join(by_kind["ServiceAccount"])]
 
 
+def _pdb_columns() -> list[dict[str, Any]]:
+    spec = "io.k8s.api.policy.v1.PodDisruptionBudgetSpec"
+    return [_name_col(), _col("Min Available", "string", _doc(spec, "minAvailable")),
+            _col("Max Unavailable", "string", _doc(spec, "maxUnavailable")),
+            _col("Allowed Disruptions", "integer", _doc("io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
+                                                         "disruptionsAllowed")),
+            _age_col()]
+
+
+def _pdb_cells(pdb: Obj, now: float) -> list[Any]:
+    """``printPodDisruptionBudget``: ``N/A`` for the bound that is not set."""
+    spec = pdb.get("spec") or {}
+    status = pdb.get("status") or {}
+
+    def bound(value: Any) -> str:
+        return "N/A" if value is None else str(value)
+
+    return [_meta(pdb).get("name", ""), bound(spec.get("minAvailable")), bound(spec.get("maxUnavailable")),
+            int(status.get("disruptionsAllowed") or 0), _age(pdb, now)]
+
+
+def _job_columns() -> list[dict[str, Any]]:
+    return [
+        _name_col(),
+        _col("Status", "string", "Status of the job."),
+        _col("Completions", "string", _doc("io.k8s.api.batch.v1.JobStatus", "succeeded")),
+        _col("Duration", "string", "Time required to complete the job."),
+        _age_col(),
+        _col("Containers", "string", "Names of each container in the template.", priority=1),
+        _col("Images", "string", "Images referenced by each container in the template.", priority=1),
+        _col("Selector", "string", _doc("io.k8s.api.batch.v1.JobSpec", "selector"), priority=1),
+    ]
+
+
+def job_status(job: Obj) -> str:
+    """``printJob``'s Status cell: the first of Complete, Failed, Terminating, Suspended,
+    FailureTarget, SuccessCriteriaMet that holds, else Running."""
+    conditions = (job.get("status") or {}).get("conditions")
+    if _condition_true(conditions, "Complete"):
+        return "Complete"
+    if _condition_true(conditions, "Failed"):
+        return "Failed"
+    if _meta(job).get("deletionTimestamp"):
+        return "Terminating"
+    for reason in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if _condition_true(conditions, reason):
+            return reason
+    return "Running"
+
+
+def _job_cells(job: Obj, now: float) -> list[Any]:
+    spec = job.get("spec") or {}
+    status = job.get("status") or {}
+    succeeded = int(status.get("succeeded") or 0)
+    parallelism = spec.get("parallelism")
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif parallelism is not None and parallelism > 1:
+        completions = f"{succeeded}/1 of {parallelism}"
+    else:
+        completions = f"{succeeded}/1"
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("completionTime"))
+    if start is None:
+        took = ""
+    elif end is None:
+        took = human_duration(now - start)
+    else:
+        took = human_duration(end - start)
+    containers = _template_containers(job)
+    return [_meta(job).get("name", ""), job_status(job), completions, took, _age(job, now),
+            ",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers),
+            format_selector(spec.get("selector"))]
+
+
 def _default_columns() -> list[dict[str, Any]]:
     return [_name_col(), _col("Created At", "date", _doc(_OBJECT_META, "creationTimestamp"))]
 
@@ -713,6 +788,8 @@ PRINTERS: dict[str, Printer] = {
     # Role and ClusterRole print as the default NAME / CREATED AT, as upstream's roleColumnDefinitions.
     "rolebindings.rbac.authorization.k8s.io": (_binding_columns("RoleBinding"), _binding_cells),
     "clusterrolebindings.rbac.authorization.k8s.io": (_binding_columns("ClusterRoleBinding"), _binding_cells),
+    "poddisruptionbudgets.policy": (_pdb_columns, _pdb_cells),
+    "jobs.batch": (_job_columns, _job_cells),
 }
 
 

@@ -531,6 +531,9 @@ class PodLifecycle:
             ps.stage = "done"
             self._release_ip(ps, ns)
             return
+        if behavior == "ready" and runs_to_completion(pod):
+            await self._complete(ps, pod, ns, status, now)
+            return
         status.update(podstatus.running(pod, ps.uid, now, ready=behavior == "ready"))
         await self._patch_status(ps, status)
         if has_env(pod):
@@ -541,6 +544,19 @@ class PodLifecycle:
             self._set_timer(ps, CRASH_AFTER)
         else:
             ps.stage = "running"
+
+    async def _complete(self, ps: PodState, pod: Obj, ns: NodeState, status: Obj, now: str) -> None:
+        """A Job's pod: its containers exit 0 once started (phase Succeeded, terminated
+        ``Completed``), as a batch workload that did its work."""
+        status["phase"] = "Succeeded"
+        conditions = podstatus.pod_conditions(pod, now, sandbox=False, ready=False, failed=True)
+        status["conditions"] = [dict(c, reason="PodCompleted") if c.get("reason") == "PodFailed" else c
+                                for c in conditions]
+        status["containerStatuses"] = podstatus.terminated_statuses(pod.get("spec") or {}, ps.uid, started=now,
+                                                                    finished=now, exit_code=0, reason="Completed")
+        await self._patch_status(ps, status)
+        ps.stage = "done"
+        self._release_ip(ps, ns)
 
     async def _cycle(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         """Next step of a crash loop or an image pull back-off."""
@@ -655,6 +671,15 @@ class PodLifecycle:
                 self.recorder.event(pod, ev.type, ev.reason, ev.message, host=ps.node, field_path=ev.field_path)
 
 
+
+
+def runs_to_completion(pod: Obj) -> bool:
+    """A pod a Job controls (its controller reference is a batch Job): its simulated containers
+    exit 0 after start-up instead of running for ever."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("kind") == "Job" and str(ref.get("apiVersion") or "").startswith("batch/"):
+            return True
+    return False
 
 
 def current_waiting(pod: Obj, container: str) -> tuple[str, str] | None:

@@ -352,7 +352,7 @@ async def bench_schedule(nodes: int, transport: str) -> dict[str, Any]:
     cfg = ControlPlaneConfig(nodes=nodes, control_planes=0, port=0, in_memory=True, serve_http=False,
                              data_dir=Path(tempfile.mkdtemp(prefix="everynode-bench-")),
                              disable=frozenset({"daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc",
-                                                "garbage-collector", "endpoints", "deployment", "replicaset"}))
+                                                "garbage-collector", "endpoints", "deployment", "replicaset", "disruption", "job"}))
     plane = ControlPlane(cfg)
     await plane.start()
     try:

@@ -71,7 +71,7 @@ def main(ctx: click.Context, verbose: int) -> None:
               help="Simulated seconds from binding to Running + Ready.")
 @click.option("--disable", default="", metavar="C,…",
               help="Components not to run: daemonset, scheduler, kubelet, node-lifecycle, pod-gc, garbage-collector, "
-                   "endpoints, deployment, replicaset, serviceaccount, root-ca-publisher, clusterrole-aggregation.")
+                   "endpoints, deployment, replicaset, serviceaccount, root-ca-publisher, clusterrole-aggregation, disruption, job.")
 @click.option("--dns-port", type=click.IntRange(min=0, max=65535), default=None,
               help="Serve cluster DNS (cluster.local) on this UDP/TCP port; 0 picks a free one.")
 @click.option("--node-monitor-grace-period", type=click.FloatRange(min=1), default=50.0, show_default=True,

@@ -32,7 +32,8 @@ from everynode.storage.private import ensure_private_dir
 log = logging.getLogger(__name__)
 
 COMPONENTS = ("daemonset", "scheduler", "kubelet", "node-lifecycle", "pod-gc", "garbage-collector", "endpoints",
-              "deployment", "replicaset", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation")
+              "deployment", "replicaset", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation",
+              "disruption", "job")
 
 Progress = Callable[[str], None]
 
@@ -251,10 +252,13 @@ class ControlPlane:
             return rec
 
         if "garbage-collector" in enabled:
-            from everynode.controllers.garbagecollector import GarbageCollector
+            from everynode.controllers.garbagecollector import MONITORED, GarbageCollector
             from everynode.controllers.namespace import NamespaceController
 
-            self.components["garbage-collector"] = GarbageCollector(kcm, informers=self.informers, clock=clock)
+            # Jobs own the pods the Job controller makes: watched as owners when it runs.
+            monitored = MONITORED + (("jobs.batch",) if "job" in enabled else ())
+            self.components["garbage-collector"] = GarbageCollector(kcm, informers=self.informers, clock=clock,
+                                                                    resources=monitored)
             self.components["namespace"] = NamespaceController(kcm, informers=self.informers, clock=clock)
         if "serviceaccount" in enabled:
             from everynode.controllers.serviceaccounts import ServiceAccountsController
@@ -330,6 +334,16 @@ class ControlPlane:
 
             self.components["deployment"] = DeploymentController(kcm, clock=clock, informers=self.informers,
                                                                  recorder=recorder("deployment-controller"))
+        if "disruption" in enabled:
+            from everynode.controllers.disruption import EVENT_COMPONENT, DisruptionController
+
+            self.components["disruption"] = DisruptionController(
+                kcm, informers=self.informers, clock=clock, recorder=recorder(EVENT_COMPONENT))
+        if "job" in enabled:
+            from everynode.controllers.job import JobController
+
+            self.components["job"] = JobController(kcm, informers=self.informers, clock=clock,
+                                                   recorder=recorder("job-controller"))
         for name, component in self.components.items():
             say(f"starting {name}")
             try:

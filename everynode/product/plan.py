@@ -85,7 +85,8 @@ SETTLE_SECONDS = 1.0
 # The rehearsal copy runs no ServiceAccount controller (so no ServiceAccount admission) nor the
 # other policy controllers: a snapshot holds the pods but not the ServiceAccounts they name, and
 # accounts, the root CA and ClusterRoles change nothing a rollout's timeline depends on.
-DISABLED = ("garbage-collector", "endpoints", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation")
+DISABLED = ("garbage-collector", "endpoints", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation",
+            "disruption", "job")
 
 
 class PlanError(Exception):

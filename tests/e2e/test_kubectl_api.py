@@ -93,6 +93,8 @@ def test_api_resources(kubectl: Kubectl, version: str):
     assert ("daemonsets", "ds", "apps/v1", "true", "DaemonSet") in rows
     assert ("nodes", "no", "v1", "false", "Node") in rows
     assert ("priorityclasses", "pc", "scheduling.k8s.io/v1", "false", "PriorityClass") in rows
+    assert ("poddisruptionbudgets", "pdb", "policy/v1", "true", "PodDisruptionBudget") in rows
+    assert ("jobs", "batch/v1", "true", "Job") in rows
 
 
 @pytest.mark.parametrize("version", VERSIONS)

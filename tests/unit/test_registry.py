@@ -85,6 +85,8 @@ FLAGS = {
     "customresourcedefinitions.apiextensions.k8s.io": (False, False, True),
     "deployments.apps": (False, False, True),
     "replicasets.apps": (False, False, True),
+    "poddisruptionbudgets.policy": (False, False, True),
+    "jobs.batch": (False, False, True),
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from everynode.api.field import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, core, other, pod, rbac, workloads
+from everynode.api.validation import apps, batch, core, other, pod, policy, rbac, workloads
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -61,6 +61,8 @@ _CREATE: dict[str, CreateFn] = {
     "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_create,
     "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_create,
     "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_create,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_create,
+    "jobs.batch": batch.validate_job_create,
 }
 
 _UPDATE: dict[str, UpdateFn] = {
@@ -85,6 +87,8 @@ _UPDATE: dict[str, UpdateFn] = {
     "clusterroles.rbac.authorization.k8s.io": rbac.validate_cluster_role_update,
     "rolebindings.rbac.authorization.k8s.io": rbac.validate_role_binding_update,
     "clusterrolebindings.rbac.authorization.k8s.io": rbac.validate_cluster_role_binding_update,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_update,
+    "jobs.batch": batch.validate_job_update,
 }
 
 _STATUS_UPDATE: dict[str, UpdateFn] = {
@@ -96,6 +100,8 @@ _STATUS_UPDATE: dict[str, UpdateFn] = {
     "services": core.validate_service_status_update,
     "deployments.apps": workloads.validate_deployment_status_update,
     "replicasets.apps": workloads.validate_replica_set_status_update,
+    "poddisruptionbudgets.policy": policy.validate_pod_disruption_budget_status_update,
+    "jobs.batch": batch.validate_job_status_update,
 }
 
 

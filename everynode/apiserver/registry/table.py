@@ -25,12 +25,14 @@ from everynode.apiserver.registry.apps.replicaset import ReplicaSetStrategy
 from everynode.apiserver.registry.apps.scale import ScalableStore
 from everynode.apiserver.registry.authentication.reviews import AuthenticationReviewStore
 from everynode.apiserver.registry.authorization.reviews import ReviewStore
+from everynode.apiserver.registry.batch.job import JobStrategy
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
 from everynode.apiserver.registry.core.serviceaccount import ServiceAccountStore
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.policy.poddisruptionbudget import PodDisruptionBudgetStrategy
 from everynode.apiserver.registry.rbac.policy import PolicyBasedStore
 from everynode.apiserver.registry.strategy import Strategy
 
@@ -42,9 +44,10 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
 
     # Kinds whose only rules are upstream's strategy flags are declared here; kinds with
     # hooks have a module (namespace, pod, service under core/, daemonset under apps/).
+    budgets = with_strategy("poddisruptionbudgets.policy", PodDisruptionBudgetStrategy())
     special = [
         NamespaceStore(resource("namespaces"), ctx),
-        PodStore(resource("pods"), ctx),
+        PodStore(resource("pods"), ctx, budgets=budgets),
         with_strategy("services", ServiceStrategy(cluster_ips)),
         with_strategy("daemonsets.apps", DaemonSetStrategy()),
         with_strategy("nodes", Strategy(keeps_status=True)),
@@ -59,6 +62,8 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         *(ReviewStore(rt, ctx) for rt in RESOURCES if rt.group == "authorization.k8s.io"),
         *(PolicyBasedStore(rt, ctx) for rt in RESOURCES if rt.group == "rbac.authorization.k8s.io"),
         *(AuthenticationReviewStore(rt, ctx) for rt in RESOURCES if rt.group == "authentication.k8s.io"),
+        budgets,
+        with_strategy("jobs.batch", JobStrategy()),
     ]
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]

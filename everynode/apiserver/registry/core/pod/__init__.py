@@ -21,12 +21,15 @@ __all__ = ["PodStore", "PodStrategy", "pod_qos_class"]
 
 
 class PodStore(ResourceStore):
-    def __init__(self, rt: ResourceType, ctx: ServerContext) -> None:
+    """``budgets``: the PodDisruptionBudgets' storage the eviction subresource consults."""
+
+    def __init__(self, rt: ResourceType, ctx: ServerContext, *, budgets: ResourceStore | None = None) -> None:
         super().__init__(rt, ctx, PodStrategy())
+        self.budgets = budgets
         self.creators = {"binding": self._bind, "eviction": self._evict}
 
     async def _bind(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
         await bind(self.ctx, self.rt, namespace, name, body, opts)
 
     async def _evict(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
-        await evict(self, namespace, name, body, opts)
+        await evict(self, namespace, name, body, opts, budgets=self.budgets)
