@@ -336,5 +336,9 @@ def apply_defaults(resource_key: str, obj: Obj) -> None:
     ``obj`` must be a private copy.  Unknown resource keys are left untouched.
     """
     defaulter = _DEFAULTERS.get(resource_key)
+    if defaulter is None:  # the kinds of builtin_kinds (imported here: it builds on this module)
+        from everynode.api.builtin_defaults import DEFAULTERS
+
+        defaulter = DEFAULTERS.get(resource_key)
     if defaulter is not None and isinstance(obj, dict):
         defaulter(obj)

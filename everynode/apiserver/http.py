@@ -43,6 +43,7 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.builtin_kinds import DEPRECATED
 from everynode.api.names import name_is_path_segment
 from everynode.api.registry import ResourceType, by_group_plural
 from everynode.apiserver import discovery, openapi, tables
@@ -363,6 +364,9 @@ class ApiHttp:
         query = request.query
         rt = req.rt
         request[_METRIC_LABELS] = _metric_labels(req, method, query, request.headers.get("Content-Type"))
+        deprecation = DEPRECATED.get((rt.api_version, rt.kind))
+        if deprecation is not None:  # installer.go: every verb of a deprecated kind warns
+            warnings.append(deprecation)
         if req.name is None:
             if method == "GET":
                 if go_bool(query.get("watch")):

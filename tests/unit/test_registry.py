@@ -11,6 +11,7 @@ import pytest
 from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, Subresource
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.specstatus import BUILTIN_STRATEGIES
 from everynode.apiserver.registry.strategy import Finish, Strategy, bump_generation_on_spec_change
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
@@ -82,6 +83,9 @@ FLAGS = {
     "events.events.k8s.io": (True, False, False),
     "leases.coordination.k8s.io": (True, False, False),
     "daemonsets.apps": (False, False, True),
+    "apiservices.apiregistration.k8s.io": (False, False, True),
+    # the kinds of api/builtin_kinds.py with a status subresource
+    **{key: (False, False, True) for key, params in BUILTIN_STRATEGIES.items() if "empty_status" in params},
 }
 
 

@@ -18,12 +18,14 @@ from collections.abc import Iterator
 from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
+from everynode.apiserver.registry.apiregistration.apiservice import APIServiceStrategy
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.specstatus import BUILTIN_STRATEGIES, SpecStatusStrategy
 from everynode.apiserver.registry.strategy import Strategy
 
 
@@ -46,6 +48,9 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         with_strategy("events.events.k8s.io", Strategy(allow_create_on_update=True)),
         with_strategy("leases.coordination.k8s.io", Strategy(allow_create_on_update=True)),
     ]
+    # The kinds of api/builtin_kinds.py: the shared spec/status strategy, or a module of their own.
+    special += [with_strategy(key, SpecStatusStrategy(**params)) for key, params in BUILTIN_STRATEGIES.items()]
+    special.append(with_strategy("apiservices.apiregistration.k8s.io", APIServiceStrategy()))
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
 
