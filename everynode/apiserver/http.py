@@ -370,8 +370,8 @@ class ApiHttp:
         if req.name is None:
             if method == "GET":
                 if go_bool(query.get("watch")):
-                    return await self._watch(request, req)
-                return await self._list(request, req)
+                    return await self._watch(request, req, warnings)
+                return await self._list(request, req, warnings)
             if method == "POST":
                 if rt.namespaced and req.namespace is None:
                     raise errors.method_not_allowed("create", rt.plural, rt.group)
@@ -413,7 +413,7 @@ class ApiHttp:
 
     # -- verbs ----------------------------------------------------------------------------------
 
-    async def _list(self, request: web.Request, req: Request) -> web.Response:
+    async def _list(self, request: web.Request, req: Request, warnings: list[str]) -> web.Response:
         query = request.query
         rt = req.rt
         result = await self.service.list(
@@ -429,8 +429,8 @@ class ApiHttp:
                 table["metadata"]["continue"] = result["metadata"]["continue"]
                 if "remainingItemCount" in result["metadata"]:
                     table["metadata"]["remainingItemCount"] = result["metadata"]["remainingItemCount"]
-            return json_response(table, content_type=TABLE_CONTENT_TYPE)
-        return self._object_response(request, rt, result, 200, [])
+            return json_response(table, content_type=TABLE_CONTENT_TYPE, warnings=warnings)
+        return self._object_response(request, rt, result, 200, warnings)
 
     def _options(self, request: web.Request, kind: str) -> RequestOptions:
         query = request.query
@@ -530,7 +530,7 @@ class ApiHttp:
 
     # -- watch ----------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, req: Request) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, req: Request, warnings: list[str]) -> web.StreamResponse:
         query = request.query
         rt = req.rt
         await self.service.wait_for_resource_version(query.get("resourceVersion"))
@@ -545,7 +545,7 @@ class ApiHttp:
         include_object = _include_object(request)
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = TABLE_CONTENT_TYPE if table else JSON
-        _headers(response)
+        _headers(response, warnings)
         response.enable_chunked_encoding()
         await response.prepare(request)
         first = True

@@ -26,7 +26,8 @@ import orjson
 MAGIC = b"k8s\x00"
 
 # kinds: "str", "bytes", "int", "bool", "msg", "map_ss" (map<string,string>), "map_sb"
-# (map<string,bytes>), "time" (meta/v1 Time), "fields" (FieldsV1: raw JSON bytes).
+# (map<string,bytes>), "map_sq" (map<string,Quantity>), "inline" (an embedded struct whose fields JSON
+# puts in the parent), "time" (meta/v1 Time), "fields" (FieldsV1: raw JSON bytes).
 # Flags: "rep" repeated, "ptr" pointer in Go (present ⇒ emitted even when zero).
 Field = tuple[str, str, Any, str]
 Table = dict[int, Field]
@@ -96,6 +97,8 @@ KINDS: dict[str, Table] = {
     "Eviction": EVICTION,
     "Binding": BINDING,
 }
+
+_QUANTITY_ENTRY: Table = {1: ("key", "str", None, ""), 2: ("value", "msg", {1: ("string", "str", None, "")}, "")}
 
 _UNKNOWN: Table = {
     1: ("typeMeta", "msg", {1: ("apiVersion", "str", None, ""), 2: ("kind", "str", None, "")}, ""),
@@ -230,6 +233,13 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
                 k, v = _map_entry(value, kind)
                 out.setdefault(name, {})[k] = v
                 continue
+            elif kind == "map_sq":  # map<string, resource.Quantity>: the Quantity's string
+                entry = decode_message(value, _QUANTITY_ENTRY)
+                out.setdefault(name, {})[entry.get("key", "")] = (entry.get("value") or {}).get("string", "")
+                continue
+            elif kind == "inline":  # an embedded struct: its fields at this level in JSON
+                out.update(decode_message(value, sub))
+                continue
             else:  # pragma: no cover - table error
                 raise ValueError(f"protobuf: unknown field kind {kind}")
         if "rep" in flags:
@@ -238,7 +248,8 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
             out[name] = decoded
     # Go's omitempty: drop zero scalars that are not pointers; keep present messages.
     for name, kind, _sub, flags in table.values():
-        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "map_ss", "map_sb"):
+        if name in out and "ptr" not in flags and "rep" not in flags and kind not in ("msg", "map_ss", "map_sb",
+                                                                                         "map_sq"):
             if _is_zero(out[name]):
                 del out[name]
     return out
@@ -257,6 +268,10 @@ def decode(data: bytes) -> dict[str, Any]:
     if unknown.get("contentEncoding"):
         raise ValueError(f"protobuf: unsupported content encoding {unknown['contentEncoding']!r}")
     table = KINDS.get(kind)
+    if table is None:  # the kinds users create beside DaemonSets (builds on this module's tables)
+        from everynode.apiserver.protobuf_builtin import KINDS as BUILTIN_KINDS
+
+        table = BUILTIN_KINDS.get(kind)
     if table is None:
         raise ValueError(f"protobuf: unsupported kind {kind!r}")
     obj: dict[str, Any] = {}

@@ -685,9 +685,21 @@ PRINTERS: dict[str, Printer] = {
 }
 
 
+def _printer(resource_key: str) -> Printer:
+    """The printer of a kind: this module's, else :mod:`everynode.apiserver.tables_builtin`'s
+    (the kinds users apply beside DaemonSets; imported here because it builds on this module),
+    else the default ``Name``/``Created At`` table."""
+    found = PRINTERS.get(resource_key)
+    if found is None:
+        from everynode.apiserver.tables_builtin import PRINTERS as BUILTIN_PRINTERS
+
+        found = BUILTIN_PRINTERS.get(resource_key, (_default_columns, _default_cells))
+    return found
+
+
 @functools.cache
 def column_definitions(resource_key: str) -> tuple[dict[str, Any], ...]:
-    columns, _ = PRINTERS.get(resource_key, (_default_columns, _default_cells))
+    columns, _ = _printer(resource_key)
     return tuple(columns())
 
 
@@ -697,7 +709,7 @@ def partial_object_metadata(obj: Obj) -> dict[str, Any]:
 
 
 def table_row(rt: ResourceType, obj: Obj, *, now: float, include_object: str = "Metadata") -> dict[str, Any]:
-    _, cells = PRINTERS.get(rt.key, (_default_columns, _default_cells))
+    _, cells = _printer(rt.key)
     row: dict[str, Any] = {"cells": cells(obj, now)}
     if rt.key == "pods":
         conditions = _pod_conditions(obj)

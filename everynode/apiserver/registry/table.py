@@ -21,6 +21,7 @@ from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry.apiregistration.apiservice import APIServiceStrategy
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
 from everynode.apiserver.registry.context import ServerContext
+from everynode.apiserver.registry.core.componentstatus import ComponentStatusStore
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
@@ -51,6 +52,7 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
     # The kinds of api/builtin_kinds.py: the shared spec/status strategy, or a module of their own.
     special += [with_strategy(key, SpecStatusStrategy(**params)) for key, params in BUILTIN_STRATEGIES.items()]
     special.append(with_strategy("apiservices.apiregistration.k8s.io", APIServiceStrategy()))
+    special.append(ComponentStatusStore(resource("componentstatuses"), ctx))
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
 
