@@ -119,6 +119,11 @@ def test_secret_data_must_be_base64(kubectl: Kubectl, namespace: str) -> None:
         assert 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3' \
             in result.stderr, args
     assert "datadog" not in kubectl("get", "secrets", "-n", namespace, "-o", "name").stdout
+    secret.pop("data")
+    secret["stringData"] = {"api-key": "s3cr3t"}  # write-only: stored as data, base64
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(secret))
+    stored = json.loads(kubectl("get", "secret", "datadog", "-n", namespace, "-o", "json").stdout)
+    assert stored["data"] == {"api-key": "czNjcjN0"} and "stringData" not in stored
 
 
 @pytest.mark.parametrize("kubectl_version", VERSIONS, indirect=True)

@@ -105,6 +105,8 @@ def test_storage_class_and_csi_driver_update_rules() -> None:
     ("storageclasses.storage.k8s.io", {"provisioner": "p"},
      {"provisioner": "p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
     ("persistentvolumeclaims", {"spec": {}}, {"spec": {"volumeMode": "Filesystem"}}),
+    ("secrets", {"data": {"a": "eA==", "c": "dw=="}, "stringData": {"a": "y", "b": "z"}},  # stringData wins
+     {"type": "Opaque", "data": {"a": "eQ==", "c": "dw==", "b": "eg=="}}),
     ("networkpolicies.networking.k8s.io", {"spec": {"egress": [{"ports": [{"port": 53}]}]}},
      {"spec": {"egress": [{"ports": [{"port": 53, "protocol": "TCP"}]}], "policyTypes": ["Ingress", "Egress"]}}),
     ("csidrivers.storage.k8s.io", {"spec": {"attachRequired": False}},
