@@ -82,8 +82,8 @@ def test_apply_is_server_side_and_idempotent(cluster: Cluster) -> None:
 
 
 def test_apply_refuses_what_is_not_a_manifest(cluster: Cluster, tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match='no matches for kind "Deployment" in version "apps/v1"'):
-        cluster.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}})
+    with pytest.raises(ManifestError, match='no matches for kind "Deployment" in version "apps/v1beta2"'):
+        cluster.apply({"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": {"name": "x"}})
     with pytest.raises(ManifestError, match="every document needs apiVersion and kind"):
         cluster.apply("metadata:\n  name: x\n")
     with pytest.raises(ManifestError, match="cannot read"):
