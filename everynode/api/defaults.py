@@ -21,6 +21,7 @@ an update path must carry the old values over before calling this (we only fill 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -270,6 +271,14 @@ def _default_service(obj: Obj) -> None:
 def _default_secret(obj: Obj) -> None:
     if not obj.get("type"):
         obj["type"] = "Opaque"
+    # Convert_v1_Secret_To_core_Secret: stringData is write-only; each entry lands in data,
+    # base64-encoded, over a data entry of the same key, and stringData is never stored.
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = dict(obj.get("data") or {})
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
 
 
 def _default_namespace(obj: Obj) -> None:
@@ -376,6 +385,10 @@ def apply_defaults(resource_key: str, obj: Obj) -> None:
     ``obj`` must be a private copy.  Unknown resource keys are left untouched.
     """
     defaulter = _DEFAULTERS.get(resource_key) or RUNTIME_DEFAULTERS.get(resource_key)
+    if defaulter is None:  # the kinds of builtin_kinds (imported here: it builds on this module)
+        from everynode.api.builtin_defaults import DEFAULTERS
+
+        defaulter = DEFAULTERS.get(resource_key)
     if defaulter is not None and isinstance(obj, dict):
         defaulter(obj)
 

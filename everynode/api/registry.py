@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from everynode.api import builtin_kinds
+
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -147,6 +149,24 @@ def names_of(rt: ResourceType) -> list[str]:
     """Every name kubectl accepts for ``rt`` (see :func:`_names`)."""
     return _names(rt)
 
+
+
+def _from_discovery(declared: tuple[ResourceType, ...]) -> tuple[ResourceType, ...]:
+    """The 1.33 built-in kinds of :mod:`everynode.api.builtin_kinds` not declared above by hand
+    (a hand entry — a kind with rules of its own — always wins), in that table's order."""
+    have = {(rt.api_version, rt.kind) for rt in declared}
+    out: list[ResourceType] = []
+    for api_version, kind, plural, namespaced, short_names, categories, subs, verbs in builtin_kinds.KINDS:
+        if (api_version, kind) in have:
+            continue
+        group, _, version = api_version.rpartition("/")
+        out.append(ResourceType(group, version, kind, plural, kind.lower(), namespaced, short_names, categories,
+                                verbs=verbs or STANDARD_VERBS,
+                                subresources=tuple(_status(kind) for name in subs if name == "status")))
+    return tuple(out)
+
+
+RESOURCES = RESOURCES + _from_discovery(RESOURCES)
 
 def _names(rt: ResourceType) -> list[str]:
     """Every name kubectl accepts for ``rt``: plural, singular, short names and the kind (any

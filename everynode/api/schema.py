@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from everynode.api.gobase64 import base64_error
 from everynode.api.quantity import parse_quantity
 
 SCHEMA_VERSION = "v1.33.0-local"
@@ -226,6 +227,11 @@ def _accept_string(value: Any) -> bool:
     return type(value) is str
 
 
+def _accept_bytes(value: Any) -> bool:
+    """A ``[]byte`` position: a string Go's decoder takes as base64 (:mod:`everynode.api.gobase64`)."""
+    return type(value) is str and base64_error(value) is None
+
+
 def _accept_int32(value: Any) -> bool:
     return type(value) is int and INT32_MIN <= value <= INT32_MAX
 
@@ -262,7 +268,7 @@ def _accept_quantity(value: Any) -> bool:
 
 
 _ACCEPTS: dict[str, Callable[[Any], bool]] = {
-    "string": _accept_string, "bytes": _accept_string, "time": _accept_string, "int32": _accept_int32,
+    "string": _accept_string, "bytes": _accept_bytes, "time": _accept_string, "int32": _accept_int32,
     "int64": _accept_int64, "float64": _accept_float64, "bool": _accept_bool, "intstr": _accept_intstr,
     "quantity": _accept_quantity,
 }

@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from everynode.api.gobase64 import base64_error
 from everynode.api.gojson import format_float
 from everynode.api.schema import Node, kind_node
 from everynode.memo import remember
@@ -339,6 +340,8 @@ def go_decode_message(problem: TypeProblem) -> str:
             except ValueError as e:
                 return str(e)
         return ERR_FORMAT_WRONG
+    if check == "bytes" and isinstance(problem.value, str):  # a string that is not base64
+        return base64_error(problem.value) or ""
     if check == "time":  # Time.UnmarshalJSON unmarshals into a string first
         return f"json: cannot unmarshal {_go_value(problem.value, 'string')} into Go value of type string"
     return (f"json: cannot unmarshal {_go_value(problem.value, check)} into Go struct field "

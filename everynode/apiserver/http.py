@@ -43,6 +43,7 @@ from aiohttp import web
 
 from everynode.api import errors
 from everynode.api import field as fielderr
+from everynode.api.builtin_kinds import DEPRECATED
 from everynode.api.impersonation import impersonate
 from everynode.api.names import name_is_path_segment
 from everynode.api.rbac import UserInfo, forbidden_error, with_authenticated_group
@@ -427,11 +428,14 @@ class ApiHttp:
         query = request.query
         rt = req.rt
         request[_METRIC_LABELS] = _metric_labels(req, method, query, request.headers.get("Content-Type"))
+        deprecation = DEPRECATED.get((rt.api_version, rt.kind))
+        if deprecation is not None:  # installer.go: every verb of a deprecated kind warns
+            warnings.append(deprecation)
         if req.name is None:
             if method == "GET":
                 if go_bool(query.get("watch")):
-                    return await self._watch(request, req)
-                return await self._list(request, req)
+                    return await self._watch(request, req, warnings)
+                return await self._list(request, req, warnings)
             if method == "POST":
                 if rt.namespaced and req.namespace is None:
                     raise errors.method_not_allowed("create", rt.plural, rt.group)
@@ -477,7 +481,7 @@ class ApiHttp:
 
     # -- verbs ----------------------------------------------------------------------------------
 
-    async def _list(self, request: web.Request, req: Request) -> web.Response:
+    async def _list(self, request: web.Request, req: Request, warnings: list[str]) -> web.Response:
         query = request.query
         rt = req.rt
         result = await self.service.list(
@@ -493,8 +497,8 @@ class ApiHttp:
                 table["metadata"]["continue"] = result["metadata"]["continue"]
                 if "remainingItemCount" in result["metadata"]:
                     table["metadata"]["remainingItemCount"] = result["metadata"]["remainingItemCount"]
-            return json_response(table, content_type=TABLE_CONTENT_TYPE)
-        return self._object_response(request, rt, result, 200, [])
+            return json_response(table, content_type=TABLE_CONTENT_TYPE, warnings=warnings)
+        return self._object_response(request, rt, result, 200, warnings)
 
     def _options(self, request: web.Request, kind: str) -> RequestOptions:
         query = request.query
@@ -594,7 +598,7 @@ class ApiHttp:
 
     # -- watch ----------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, req: Request) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, req: Request, warnings: list[str]) -> web.StreamResponse:
         query = request.query
         rt = req.rt
         await self.service.wait_for_resource_version(query.get("resourceVersion"))
@@ -609,7 +613,7 @@ class ApiHttp:
         include_object = _include_object(request)
         response = web.StreamResponse(status=200)
         response.headers["Content-Type"] = TABLE_CONTENT_TYPE if table else JSON
-        _headers(response)
+        _headers(response, warnings)
         response.enable_chunked_encoding()
         await response.prepare(request)
         first = True

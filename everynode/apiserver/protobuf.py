@@ -26,7 +26,8 @@ import orjson
 MAGIC = b"k8s\x00"
 
 # kinds: "str", "bytes", "int", "bool", "msg", "map_ss" (map<string,string>), "map_sb"
-# (map<string,bytes>), "time" (meta/v1 Time), "fields" (FieldsV1: raw JSON bytes).
+# (map<string,bytes>), "map_sq" (map<string,Quantity>), "inline" (an embedded struct whose fields JSON
+# puts in the parent), "time" (meta/v1 Time), "fields" (FieldsV1: raw JSON bytes).
 # Flags: "rep" repeated, "ptr" pointer in Go (present ⇒ emitted even when zero).
 Field = tuple[str, str, Any, str]
 Table = dict[int, Field]
@@ -256,6 +257,7 @@ KINDS: dict[str, Table] = {
     "SelfSubjectReview": SELF_SUBJECT_REVIEW,
 }
 
+
 _UNKNOWN: Table = {
     1: ("typeMeta", "msg", {1: ("apiVersion", "str", None, ""), 2: ("kind", "str", None, "")}, ""),
     2: ("raw", "bytes", None, ""), 3: ("contentEncoding", "str", None, ""), 4: ("contentType", "str", None, ""),
@@ -404,6 +406,9 @@ def decode_message(data: bytes, table: Table) -> dict[str, Any]:
                 k, v = _map_entry(value, kind)
                 out.setdefault(name, {})[k] = v
                 continue
+            elif kind == "inline":  # an embedded struct: its fields at this level in JSON
+                out.update(decode_message(value, sub))
+                continue
             else:  # pragma: no cover - table error
                 raise ValueError(f"protobuf: unknown field kind {kind}")
         if "rep" in flags:
@@ -432,6 +437,10 @@ def decode(data: bytes) -> dict[str, Any]:
     if unknown.get("contentEncoding"):
         raise ValueError(f"protobuf: unsupported content encoding {unknown['contentEncoding']!r}")
     table = KINDS.get(kind)
+    if table is None:  # the kinds users create beside DaemonSets (builds on this module's tables)
+        from everynode.apiserver.protobuf_builtin import KINDS as BUILTIN_KINDS
+
+        table = BUILTIN_KINDS.get(kind)
     if table is None:
         raise ValueError(f"protobuf: unsupported kind {kind!r}")
     obj: dict[str, Any] = {}

@@ -798,9 +798,21 @@ RUNTIME_PRINTERS: dict[tuple[str, str], Printer] = {}
 ``additionalPrinterColumns`` differ per version (``apiserver/registry/apiextensions``)."""
 
 
+def _printer(resource_key: str) -> Printer:
+    """The printer of a kind: this module's, else :mod:`everynode.apiserver.tables_builtin`'s
+    (the kinds users apply beside DaemonSets; imported here because it builds on this module),
+    else the default ``Name``/``Created At`` table."""
+    found = PRINTERS.get(resource_key)
+    if found is None:
+        from everynode.apiserver.tables_builtin import PRINTERS as BUILTIN_PRINTERS
+
+        found = BUILTIN_PRINTERS.get(resource_key, (_default_columns, _default_cells))
+    return found
+
+
 @functools.cache
 def column_definitions(resource_key: str) -> tuple[dict[str, Any], ...]:
-    columns, _ = PRINTERS.get(resource_key, (_default_columns, _default_cells))
+    columns, _ = _printer(resource_key)
     return tuple(columns())
 
 
@@ -816,7 +828,7 @@ def _columns_of(rt: ResourceType) -> tuple[dict[str, Any], ...]:
 
 def _cells_of(rt: ResourceType) -> Callable[[Obj, float], list[Any]]:
     printer = PRINTERS.get(rt.key) or RUNTIME_PRINTERS.get((rt.key, rt.version))
-    return printer[1] if printer is not None else _default_cells
+    return printer[1] if printer is not None else _printer(rt.key)[1]
 
 
 def partial_object_metadata(obj: Obj) -> dict[str, Any]:

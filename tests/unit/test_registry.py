@@ -11,6 +11,7 @@ import pytest
 from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, Subresource
 from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.specstatus import BUILTIN_STRATEGIES
 from everynode.apiserver.registry.strategy import Finish, Strategy, bump_generation_on_spec_change
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
@@ -87,6 +88,9 @@ FLAGS = {
     "replicasets.apps": (False, False, True),
     "poddisruptionbudgets.policy": (False, False, True),
     "jobs.batch": (False, False, True),
+    "apiservices.apiregistration.k8s.io": (False, False, True),
+    # the kinds of api/builtin_kinds.py with a status subresource
+    **{key: (False, False, True) for key, params in BUILTIN_STRATEGIES.items() if "empty_status" in params},
 }
 
 

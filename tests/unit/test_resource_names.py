@@ -51,7 +51,7 @@ def test_kubectl_names(name: str, key: str) -> None:
     assert resolve_resource(name).key == key
 
 
-@pytest.mark.parametrize("name", ["deployments.core", "daemonsets.core", "ds.v1", "pods.apps", "dsx", ""])
+@pytest.mark.parametrize("name", ["deploymentz", "daemonsets.core", "ds.v1", "pods.apps", "dsx", ""])
 def test_unknown_names(name: str) -> None:
     with pytest.raises(KeyError):
         resource(name)

@@ -21,7 +21,7 @@ from typing import Any
 from everynode.api.field import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, batch, core, other, pod, policy, rbac, workloads
+from everynode.api.validation import apps, batch, builtin, core, other, pod, policy, rbac, workloads
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -116,14 +116,15 @@ def validate_create(resource_key: str, obj: Obj) -> list[FieldError]:
     fn = _CREATE.get(resource_key)
     if fn is None:
         return validate_object_meta(obj.get("metadata"), namespaced=_namespaced(resource_key),
-                                    name_fn=name_is_dns_subdomain)
+                                    name_fn=name_is_dns_subdomain) + builtin.validate_create(resource_key, obj)
     return fn(obj)
 
 
 def validate_update(resource_key: str, new: Obj, old: Obj) -> list[FieldError]:
     fn = _UPDATE.get(resource_key)
     if fn is None:
-        return validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+        return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+                + builtin.validate_update(resource_key, new, old))
     return fn(new, old)
 
 

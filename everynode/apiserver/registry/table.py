@@ -19,6 +19,7 @@ from everynode.api import errors
 from everynode.api.registry import RESOURCES, ResourceType, resource
 from everynode.apiserver.clusterip import ClusterIPAllocator
 from everynode.apiserver.registry.apiextensions.customresourcedefinition import CustomResourceDefinitionStore
+from everynode.apiserver.registry.apiregistration.apiservice import APIServiceStrategy
 from everynode.apiserver.registry.apps.daemonset import DaemonSetStrategy
 from everynode.apiserver.registry.apps.deployment import DeploymentStrategy
 from everynode.apiserver.registry.apps.replicaset import ReplicaSetStrategy
@@ -27,6 +28,7 @@ from everynode.apiserver.registry.authentication.reviews import AuthenticationRe
 from everynode.apiserver.registry.authorization.reviews import ReviewStore
 from everynode.apiserver.registry.batch.job import JobStrategy
 from everynode.apiserver.registry.context import ServerContext
+from everynode.apiserver.registry.core.componentstatus import ComponentStatusStore
 from everynode.apiserver.registry.core.namespace import NamespaceStore
 from everynode.apiserver.registry.core.pod import PodStore
 from everynode.apiserver.registry.core.service import ServiceStrategy
@@ -34,6 +36,7 @@ from everynode.apiserver.registry.core.serviceaccount import ServiceAccountStore
 from everynode.apiserver.registry.generic import ResourceStore
 from everynode.apiserver.registry.policy.poddisruptionbudget import PodDisruptionBudgetStrategy
 from everynode.apiserver.registry.rbac.policy import PolicyBasedStore
+from everynode.apiserver.registry.specstatus import BUILTIN_STRATEGIES, SpecStatusStrategy
 from everynode.apiserver.registry.strategy import Strategy
 
 
@@ -65,6 +68,10 @@ def builtin_stores(ctx: ServerContext, *, cluster_ips: ClusterIPAllocator) -> li
         budgets,
         with_strategy("jobs.batch", JobStrategy()),
     ]
+    # The kinds of api/builtin_kinds.py: the shared spec/status strategy, or a module of their own.
+    special += [with_strategy(key, SpecStatusStrategy(**params)) for key, params in BUILTIN_STRATEGIES.items()]
+    special.append(with_strategy("apiservices.apiregistration.k8s.io", APIServiceStrategy()))
+    special.append(ComponentStatusStore(resource("componentstatuses"), ctx))
     by_key = {s.rt.key: s for s in special}
     return [by_key.get(rt.key) or ResourceStore(rt, ctx) for rt in RESOURCES]
 
