@@ -105,9 +105,12 @@ async def _converge(lines: list[bytes]) -> None:
     WatchHub.publish = recording  # type: ignore[method-assign]
     try:
         # The root-CA publisher's ConfigMaps hold a CA generated at start (fresh key, wall-clock
-        # validity): not repeatable, and no part of the write path this records.
+        # validity): not repeatable, and no part of the write path this records.  Without them
+        # the kube-api-access volume could never mount (the kubelet waits for kube-root-ca.crt),
+        # so ServiceAccount admission — on only with the ServiceAccount controller — stays off
+        # too; tests/integration/test_serviceaccounts.py covers that path.
         cluster = Cluster(nodes=NODES, control_planes=0, pod_startup=1.0, virtual_time=True,
-                          disable=("root-ca-publisher",))
+                          disable=("root-ca-publisher", "serviceaccount"))
         async with cluster:
             assert cluster.plane is not None and cluster.plane.client is not None
             client = cluster.plane.client
