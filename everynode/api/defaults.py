@@ -209,22 +209,26 @@ def _default_pod_template_holder(obj: Obj) -> None:
             default_pod_spec(template_spec)
 
 
+def _default_rolling_update(strategy: Any, *, max_unavailable: Any, max_surge: Any) -> None:
+    """A DaemonSet's ``updateStrategy`` or a Deployment's ``strategy``: RollingUpdate unless a type
+    is given, and for RollingUpdate the kind's ``maxUnavailable``/``maxSurge`` where unset."""
+    if not isinstance(strategy, dict):
+        return
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate")
+        if not isinstance(rolling, dict):
+            rolling = strategy["rollingUpdate"] = {}
+        _set_if_none(rolling, "maxUnavailable", max_unavailable)
+        _set_if_none(rolling, "maxSurge", max_surge)
+
+
 def _default_daemon_set(obj: Obj) -> None:
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
-    strategy = spec.setdefault("updateStrategy", {})
-    if isinstance(strategy, dict):
-        if not strategy.get("type"):
-            strategy["type"] = "RollingUpdate"
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.get("rollingUpdate")
-            if not isinstance(rolling, dict):
-                rolling = strategy["rollingUpdate"] = {}
-            if rolling.get("maxUnavailable") is None:
-                rolling["maxUnavailable"] = 1
-            if rolling.get("maxSurge") is None:
-                rolling["maxSurge"] = 0
+    _default_rolling_update(spec.setdefault("updateStrategy", {}), max_unavailable=1, max_surge=0)
     if spec.get("revisionHistoryLimit") is None:
         spec["revisionHistoryLimit"] = DEFAULT_REVISION_HISTORY_LIMIT
     _default_pod_template_holder(obj)
@@ -419,16 +423,8 @@ def _default_deployment(obj: Obj) -> None:
     if not isinstance(spec, dict):
         return
     _set_if_none(spec, "replicas", 1)
-    strategy = spec.setdefault("strategy", {})
-    if isinstance(strategy, dict):
-        if not strategy.get("type"):
-            strategy["type"] = "RollingUpdate"
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.get("rollingUpdate")
-            if not isinstance(rolling, dict):
-                rolling = strategy["rollingUpdate"] = {}
-            _set_if_none(rolling, "maxUnavailable", DEFAULT_MAX_UNAVAILABLE)
-            _set_if_none(rolling, "maxSurge", DEFAULT_MAX_SURGE)
+    _default_rolling_update(spec.setdefault("strategy", {}), max_unavailable=DEFAULT_MAX_UNAVAILABLE,
+                            max_surge=DEFAULT_MAX_SURGE)
     _set_if_none(spec, "revisionHistoryLimit", DEFAULT_REVISION_HISTORY_LIMIT)
     _set_if_none(spec, "progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE_SECONDS)
     # The template is a struct in Go, not a pointer: its pod spec is defaulted even when the

@@ -28,7 +28,6 @@ another kind controls — so DaemonSet pods cost the ReplicaSet controller one d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import math
@@ -43,7 +42,7 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 from everynode.controllers.daemonset.adoption import Claimer, aggregate_message
 
@@ -255,59 +254,28 @@ def replica_set_status(rs: Obj, pods: list[Obj], manage_error: Exception | None,
 # the controller
 # ---------------------------------------------------------------------------------------------
 
-class ReplicaSetController:
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.info("replicaset %s: %s", key, exc)
+
+
+class ReplicaSetController(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory,
                  recorder: EventRecorder, workers: int = 2, burst_replicas: int = BURST_REPLICAS) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
-        self.workers = workers
         self.burst_replicas = burst_replicas
-        self.queue = WorkQueue("replicaset")
+        self.kit = ControllerKit("replicaset", informers=informers)
+        self.queue = self.kit.queue()
         self.expectations = Expectations(clock=clock)
         self._deleting: dict[str, set[str]] = {}  # UIDTrackingControllerExpectations: pod keys
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
-        self.rs_informer: Informer = informers.informer(REPLICASETS, indexers=ns_index)
-        self.pod_informer: Informer = informers.informer(PODS, indexers=ns_index)
-        self.informers = informers
-        self.rs_informer.add_handler(self._add_rs, self._update_rs, self._delete_rs)
-        self.pod_informer.add_handler(self._add_pod, self._update_pod, self._delete_pod)
-        self._tasks: list[asyncio.Task[None]] = []
+        self.rs_informer: Informer = self.kit.informer(REPLICASETS, indexers=ns_index)
+        self.pod_informer: Informer = self.kit.informer(PODS, indexers=ns_index)
+        self.kit.watch(self.rs_informer, on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
+        self.kit.watch(self.pod_informer, on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
+        self.kit.workers(self.queue, self.sync, count=workers, on_error=_log_failure)
         self.syncs = 0
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        self.informers.start()
-        await asyncio.gather(self.rs_informer.wait_synced(), self.pod_informer.wait_synced())
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._worker(), name=f"replicaset-worker-{i}") for i in range(self.workers)]
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
-
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Until the queue is empty and nothing is processed for ``settle`` polls (tests)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.002)
-            quiet = quiet + 1 if self.queue.depth == 0 and self.queue.processing == 0 else 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"replicaset controller not idle: {self.queue!r}")
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.info("replicaset %s: %s", key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     # -- handlers -------------------------------------------------------------------------------
 

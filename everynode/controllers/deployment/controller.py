@@ -30,7 +30,6 @@ Deployment wakes it (the old pods are gone: the new ReplicaSet may start).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
@@ -41,7 +40,7 @@ from everynode.api.selectors import LabelSelector, SelectorError, label_selector
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 from everynode.controllers.daemonset.adoption import Claimer
 from everynode.controllers.daemonset.history import compute_hash
@@ -57,59 +56,28 @@ PODS = "pods"
 COMPONENT = "deployment-controller"
 
 
-class DeploymentController:
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.info("deployment %s: %s", key, exc)
+
+
+class DeploymentController(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory,
                  recorder: EventRecorder, workers: int = 2) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
-        self.workers = workers
-        self.informers = informers
-        self.queue = WorkQueue("deployment")
+        self.kit = ControllerKit("deployment", informers=informers)
+        self.queue = self.kit.queue()
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
-        self.d_informer: Informer = informers.informer(DEPLOYMENTS, indexers=ns_index)
-        self.rs_informer: Informer = informers.informer(REPLICASETS, indexers=ns_index)
-        self.pod_informer: Informer = informers.informer(PODS, indexers=ns_index)
-        self.d_informer.add_handler(self._enqueue, lambda _old, new: self._enqueue(new), self._enqueue)
-        self.rs_informer.add_handler(self._add_rs, self._update_rs, self._delete_rs)
-        self.pod_informer.add_handler(on_delete=self._delete_pod)
-        self._tasks: list[asyncio.Task[None]] = []
+        self.d_informer: Informer = self.kit.informer(DEPLOYMENTS, indexers=ns_index)
+        self.rs_informer: Informer = self.kit.informer(REPLICASETS, indexers=ns_index)
+        self.pod_informer: Informer = self.kit.informer(PODS, indexers=ns_index)
+        self.kit.watch(self.d_informer, on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
+                       on_delete=self._enqueue)
+        self.kit.watch(self.rs_informer, on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
+        self.kit.watch(self.pod_informer, on_delete=self._delete_pod)
+        self.kit.workers(self.queue, self.sync, count=workers, on_error=_log_failure)
         self.syncs = 0
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        self.informers.start()
-        await asyncio.gather(self.d_informer.wait_synced(), self.rs_informer.wait_synced(),
-                             self.pod_informer.wait_synced())
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._worker(), name=f"deployment-worker-{i}") for i in range(self.workers)]
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
-
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Until the queue is empty and nothing is processed for ``settle`` polls (tests)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        quiet = 0
-        while quiet < settle:
-            await asyncio.sleep(0.002)
-            quiet = quiet + 1 if self.queue.depth == 0 and self.queue.processing == 0 else 0
-            if loop.time() > deadline:
-                raise TimeoutError(f"deployment controller not idle: {self.queue!r}")
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.info("deployment %s: %s", key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     # -- handlers -------------------------------------------------------------------------------
 
