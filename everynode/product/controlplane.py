@@ -40,6 +40,13 @@ Progress = Callable[[str], None]
 VIRTUAL_FULL_RESYNC_PERIOD = 6 * 3600.0  # simulated seconds; see ControlPlane._full_resync_period
 
 
+def _on_virtual_time() -> bool:
+    """Whether the running loop is a virtual-time one (``everynode.virtualtime``)."""
+    from everynode.virtualtime import VirtualTimeEventLoop
+
+    return isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop)
+
+
 class ControlPlaneError(Exception):
     """A start-up problem with a one-line, user-facing message (no traceback)."""
 
@@ -371,11 +378,8 @@ class ControlPlane:
         with the full recount after every step).  Deterministic either way: the period is
         simulated time."""
         from everynode.controllers.daemonset.controller import FULL_RESYNC_PERIOD
-        from everynode.virtualtime import VirtualTimeEventLoop
 
-        if isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop):
-            return VIRTUAL_FULL_RESYNC_PERIOD
-        return FULL_RESYNC_PERIOD
+        return VIRTUAL_FULL_RESYNC_PERIOD if _on_virtual_time() else FULL_RESYNC_PERIOD
 
     def _root_ca(self) -> bytes:
         """The cluster CA: the HTTPS server's, or (no server) the data dir's, made if need be."""
@@ -390,9 +394,7 @@ class ControlPlane:
     def _heartbeat_mode(self) -> str:
         mode = self.config.heartbeats
         if mode == "auto":
-            from everynode.virtualtime import VirtualTimeEventLoop
-
-            return "modelled" if isinstance(asyncio.get_running_loop(), VirtualTimeEventLoop) else "writes"
+            return "modelled" if _on_virtual_time() else "writes"
         return mode
 
     async def stop(self) -> None:
