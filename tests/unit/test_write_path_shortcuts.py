@@ -490,6 +490,28 @@ def test_name_check_memo_keeps_reporting_errors():
     assert validate_object_meta(good, namespaced=True, name_fn=name_is_dns_subdomain) == []
 
 
+LABEL_CASES = [
+    {"app": "agent", "tier": "node"},
+    {"bad key!": "v", "app": "agent"},
+    {"app": "not a value!", "example.com/role": "x"},
+    {"app": "agent", "x": 1},  # a non-string value is checked as ""
+    {"/": "v", "app": "a" * 64},
+]
+
+
+def test_label_memo_reports_what_the_checks_report(monkeypatch):
+    from everynode.api.validation import meta
+
+    with monkeypatch.context() as m:
+        m.setattr(meta, "_VALID_LABELS", {"never": True})  # a memo that remembers nothing useful
+        m.setattr(meta, "remember", lambda memo, key, value, *, limit: value)
+        plain = [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES]
+    meta._VALID_LABELS.clear()
+    for _ in range(2):  # the second time every valid pair is remembered
+        assert [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES] == plain
+    assert ("app", "agent") in meta._VALID_LABELS and ("bad key!", "v") not in meta._VALID_LABELS
+
+
 # --------------------------------------------------------------------------- service: private copies
 
 class FixedClock(Clock):

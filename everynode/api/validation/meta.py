@@ -101,13 +101,29 @@ def validate_label_name(name: str, path: str) -> list[FieldError]:
 
 
 def validate_labels(labels: Any, path: str) -> list[FieldError]:
-    """``ValidateLabels``: keys and values both reported on the map's own path."""
+    """``ValidateLabels``: keys and values both reported on the map's own path.
+
+    The (key, value) pairs found valid are remembered (``_VALID_LABELS``): every pod of a
+    controller, and every write of every object, carries the same few labels, and each check
+    is two regular expressions.  Only the verdict "valid" is kept, so error texts always come
+    from the checks."""
     errs: list[FieldError] = []
     for k, v in as_dict(labels).items():
-        errs.extend(validate_label_name(k, path))
         value = v if isinstance(v, str) else ""
-        errs.extend(field.invalid(path, value, msg) for msg in is_valid_label_value(value))
+        pair = (k, value)
+        if pair in _VALID_LABELS:
+            continue
+        found = validate_label_name(k, path)
+        found.extend(field.invalid(path, value, msg) for msg in is_valid_label_value(value))
+        if found:
+            errs.extend(found)
+        elif type(k) is str:
+            remember(_VALID_LABELS, pair, True, limit=_VALID_LABELS_MAX)
     return errs
+
+
+_VALID_LABELS: dict[tuple[Any, str], bool] = {}  # (key, value) pairs known to pass validate_labels
+_VALID_LABELS_MAX = 16_384
 
 
 def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
