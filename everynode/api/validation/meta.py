@@ -200,15 +200,18 @@ def validate_object_meta(meta: Any, *, namespaced: bool, name_fn: NameFn, path: 
     if generate_name:
         errs.extend(field.invalid(child(path, "generateName"), generate_name, msg)
                     for msg in _name_errors(name_fn, generate_name, True))
-    name = as_str(md.get("name"))
-    if not name:
-        errs.append(field.required(child(path, "name"), "name or generateName is required"))
-    else:
-        messages = _name_errors(name_fn, name, False)
-        if messages:
-            errs.extend(field.invalid(child(path, "name"), name, msg) for msg in messages)
+    errs.extend(validate_object_name(md, name_fn=name_fn, path=path))
     errs.extend(_validate_object_meta_common(md, namespaced=namespaced, path=path))
     return errs
+
+
+def validate_object_name(md: Obj, *, name_fn: NameFn, path: str = "metadata") -> list[FieldError]:
+    """The ``metadata.name`` part of :func:`validate_object_meta` (a create's name)."""
+    name = as_str(md.get("name"))
+    if not name:
+        return [field.required(child(path, "name"), "name or generateName is required")]
+    messages = _name_errors(name_fn, name, False)
+    return [field.invalid(child(path, "name"), name, msg) for msg in messages] if messages else []
 
 
 _VALID_NAMES: dict[tuple[Any, str, bool], bool] = {}  # (name_fn, value, prefix) known to pass

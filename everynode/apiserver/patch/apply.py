@@ -282,6 +282,38 @@ def _object_tree(obj: dict[str, Any], node: Node | None, skip: frozenset[str]) -
     return _root(_sorted(children), skip)
 
 
+def created_members(obj: dict[str, Any], *, api_version: str, kind: str) -> Tree:
+    """The tracked members of a created object (or of a part of one), as the FieldsV1 tree its
+    creator's entry holds."""
+    return _object_tree(obj, schema.kind_node(api_version, kind), _untracked_top(api_version, kind, None))
+
+
+def without_members(tree: Tree, path: tuple[str, ...]) -> Tree:
+    """A root ``tree`` without the members at and below the field at ``path`` (field names)."""
+    element = _field_element(path[0])
+    below = tree.get(element)
+    if below is None:
+        return tree
+    out = dict(tree)
+    rest = without_members(below, path[1:]) if len(path) > 1 else {}
+    if rest and (len(rest) > 1 or "." not in rest):
+        out[element] = rest
+    elif rest:  # only its own membership is left
+        out[element] = {}
+    else:
+        del out[element]
+    return out
+
+
+def with_members(tree: Tree, part: dict[str, Any], *, api_version: str, kind: str) -> Tree:
+    """The (interned) root ``tree`` with the members of ``part`` (a partial object whose fields
+    ``tree`` does not hold) added: the entry of an object made of both."""
+    out = dict(tree)
+    for element, below in created_members(part, api_version=api_version, kind=kind).items():
+        out[element] = _union(out[element], below) if element in out else below
+    return _interned(_sorted(out))
+
+
 def field_set(obj: dict[str, Any], *, api_version: str, kind: str, subresource: str | None = None) -> set[Path]:
     """The tracked field set of ``obj`` (system fields and the other half of status/spec removed)."""
     node = schema.kind_node(api_version, kind)

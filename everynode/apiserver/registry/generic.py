@@ -63,6 +63,7 @@ from everynode.apiserver.registry.options import (
     too_large_rv,
 )
 from everynode.apiserver.registry.strategy import Strategy, before_create, before_update
+from everynode.apiserver.registry.templates import TemplateCreates
 from everynode.clock import format_rfc3339, parse_rfc3339
 from everynode.storage.base import (
     ConflictError,
@@ -75,6 +76,8 @@ from everynode.storage.base import (
 Obj = dict[str, Any]
 
 SubresourceCreator = Callable[[str, str, Obj, RequestOptions], Awaitable[None]]
+Created = Callable[[Obj, Obj], None]
+"""Told of a successful create: the object as the pipeline made it (before the token volume) and as stored."""
 """A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 
 GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
@@ -94,6 +97,9 @@ class ResourceStore:
         self.ctx = ctx
         self.strategy = strategy if strategy is not None else Strategy()
         self.creators: Mapping[str, SubresourceCreator] = {}
+        # Creates answered from an earlier one's processing (templates.py), for kinds whose
+        # objects are made from templates.
+        self.templates = TemplateCreates(self) if self.strategy.template_fields else None
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -162,12 +168,29 @@ class ResourceStore:
         rt = self.rt
         if "create" not in rt.verbs:
             raise errors.method_not_allowed("create", rt.plural, rt.group)
+        plan = self.templates.plan(namespace if rt.namespaced else "", body, opts) \
+            if self.templates is not None else None
+        if plan is not None:
+            assert self.templates is not None
+            created = await self.templates.create(plan, opts)
+            if created is not None:
+                return created
         obj = decode(rt, namespace if rt.namespaced else "", body, opts)
         apply_defaults(rt.key, obj)
-        return await self.create_new(obj, opts)
+        learn = None
+        if plan is not None:
+            templates, template = self.templates, plan
+            assert templates is not None
 
-    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False) -> Obj:
-        """Admission → strategy → validation → store, for a decoded and defaulted object."""
+            def learn(made: Obj, created: Obj) -> None:
+                if not opts.warnings:
+                    templates.learn(template, made, created)
+        return await self.create_new(obj, opts, on_created=learn)
+
+    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False,
+                         on_created: Created | None = None) -> Obj:
+        """Admission → strategy → validation → store, for a decoded and defaulted object.
+        ``on_created`` is given the object as made (before the token volume) and as stored."""
         rt = self.rt
         ctx = self.ctx
         strategy = self.strategy
@@ -194,19 +217,23 @@ class ResourceStore:
         if not managed_fields_done:
             obj = record_managed_fields(None, obj, manager=manager(opts), operation="Update", now=now,
                                         api_version=rt.api_version, kind=rt.kind)
+        made = obj
         if token_account is not None:
             obj = with_token_volume(obj)
         try:
-            created = await self._store_new(obj, opts, generate)
+            created = await self.store_new(obj, opts, generate)
         except BaseException:
             if finish is not None:
                 finish(False)
             raise
         if finish is not None:
             finish(True)
+        if on_created is not None:
+            on_created(made, created)
         return created
 
-    async def _store_new(self, obj: Obj, opts: RequestOptions, generate: str | None) -> Obj:
+    async def store_new(self, obj: Obj, opts: RequestOptions, generate: str | None) -> Obj:
+        """The write of a new object (a fresh name for ``generate`` when the drawn one is taken)."""
         rt = self.rt
         store = self.ctx.store
         md = obj["metadata"]
