@@ -199,3 +199,19 @@ def test_list_of_lists_is_rejected():
     with pytest.raises(ApiError) as e:
         smp(obj, {"metadata": {"finalizers": [["b"]]}}, "v1", "Pod")
     assert e.value.code == 422
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    ({}, False),
+    ({"a": 1, "b": 2}, False),
+    ({"a": 1, "$patch": "replace"}, True),
+    ({"$setElementOrder/containers": [], "containers": []}, True),
+    ({"!first": 1, "$retainKeys": []}, True),  # a key sorting before "$" does not hide one
+    ({"#": 1, " ": 2}, False),
+    ({"z": 1, "$": 2}, True),
+])
+def test_has_directive_is_any_key_starting_with_a_dollar(patch, expected):
+    from everynode.apiserver.patch.strategic import _has_directive
+
+    assert _has_directive(patch) is expected
+    assert expected == any(k.startswith("$") for k in patch)

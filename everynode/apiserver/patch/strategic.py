@@ -233,9 +233,8 @@ def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
     """``_merge_map({}, value, node)``, directly when ``value`` has no ``$`` keys (the usual
     case: whole new items of a status write): with nothing to merge into and no directives,
     merging is dropping nulls and ``$patch: delete`` maps and cleaning each value."""
-    for key in value:
-        if key.startswith("$"):
-            return _merge_map({}, value, node)
+    if _has_directive(value):
+        return _merge_map({}, value, node)
     out: dict[str, Any] = {}
     for key, sub in value.items():
         if sub is None:
@@ -249,6 +248,19 @@ def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
         else:
             out[key] = sub
     return out
+
+
+def _has_directive(patch: dict[str, Any]) -> bool:
+    """Whether a key of ``patch`` starts with ``$``.  The smallest key tells at C speed when
+    none can (every other key sorts after it; ``$`` sorts before letters and digits), which is
+    every map of a status write."""
+    try:
+        least = min(patch, default="~")
+    except TypeError:  # keys that do not compare (not a JSON object): look at each
+        least = None
+    if type(least) is str and least[:1] > "$":
+        return False
+    return any(key.startswith("$") for key in patch)
 
 
 def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str) -> None:
@@ -420,7 +432,7 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], node: Nod
     # Directives are rare (kubectl's client-side apply, deletions): without any "$" key the patch
     # is merged as it is, with no private copy of it and no directive checks per key.
     pending = patch
-    special = any(key.startswith("$") for key in patch)
+    special = _has_directive(patch)
     if special:
         pending = dict(patch)
 
