@@ -10,10 +10,23 @@ from everynode.api.errors import ApiError
 from everynode.apiserver.patch import apply_strategic_merge_patch
 
 
+def containers_of(value):
+    out, stack = [], [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict | list):
+            out.append(x)
+            stack.extend(x.values() if isinstance(x, dict) else x)
+    return out
+
+
 def smp(obj, patch, api_version="apps/v1", kind="DaemonSet"):
     before_obj, before_patch = copy.deepcopy(obj), copy.deepcopy(patch)
     out = apply_strategic_merge_patch(obj, patch, api_version=api_version, kind=kind)
     assert obj == before_obj and patch == before_patch, "inputs must not be mutated"
+    # The in-process client hands a strategic merge patch over without a copy (service.py).
+    taken = {id(c) for c in containers_of(patch)} & {id(c) for c in containers_of(out)}
+    assert not taken, "no map or list of the patch may be kept in the result"
     return out
 
 
@@ -215,3 +228,9 @@ def test_has_directive_is_any_key_starting_with_a_dollar(patch, expected):
 
     assert _has_directive(patch) is expected
     assert expected == any(k.startswith("$") for k in patch)
+
+
+def test_lists_of_lists_in_new_values_are_kept_as_copies():
+    out = smp({"kind": "Thing", "spec": {}}, {"spec": {"grid": [[1, 2], [{"a": None, "b": 1}]], "flat": [1]}},
+              api_version="example.com/v1", kind="Thing")
+    assert out["spec"] == {"grid": [[1, 2], [{"a": None, "b": 1}]], "flat": [1]}  # (as it is, nulls too)

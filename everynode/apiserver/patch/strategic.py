@@ -25,12 +25,15 @@ Values taken from the patch for fields absent in the live object are cleaned of 
 nulls (upstream ``removeDirectives`` / ``discardNullValuesFromPatch``).
 
 Copy-on-write: only maps and lists on the path of a change are rebuilt; untouched subtrees are
-shared with the input (objects are immutable by convention; ``deep_copy`` before mutating).
+shared with the live object (objects are immutable by convention; ``deep_copy`` before
+mutating).  Nothing of the patch is kept: what the result takes from it is new maps and lists,
+so the in-process client hands a patch over without copying it (apiserver/service.py).
 Bad patches raise :class:`ApiError` with upstream's codes (``interpretStrategicMergePatchError``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -223,6 +226,8 @@ def _clean(value: Any, node: Node | None) -> Any:
                 if item.get(DIRECTIVE) is not None:
                     continue
                 out.append(_clean_map(item, items))
+            elif isinstance(item, list):
+                out.append(copy.deepcopy(item))  # (a list of lists: kept as it is, as a private copy)
             else:
                 out.append(item)
         return out
@@ -392,7 +397,9 @@ def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: st
         else:
             raise internal(f"unknown patch type: {directive} in map: {_go_value(item)}")
     if replace:
-        return plain, []
+        # The patch's items as they are (upstream does not clean them), as private copies: the
+        # result keeps no part of the patch (the in-process client does not copy it).
+        return copy.deepcopy(plain), []
     return original, plain
 
 
