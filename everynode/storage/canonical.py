@@ -40,10 +40,13 @@ How, and what it costs:
   and hashed every level only to miss.  A place (a path, told apart from the others at its
   position by its key) whose last ``UNSHARED_STREAK`` look-ups all missed is no longer looked
   up: its container is kept as it is (and known by identity, so an update that carries it
-  over still skips it), its children are shared as usual.  Every ``PROBE_EVERY``-th visit
-  looks up again, so a place that starts repeating is shared again within a few dozen writes.
-  Measured in ``api_floor`` (in-process writes of a DaemonSet's pods): half of the look-ups
-  were such misses.
+  over still skips it), its children are shared as usual — unless nothing below it was shared
+  either in as many visits (a node pin's 7 levels, a pod's IP list): then it is kept as it is,
+  unwalked (its strings are not interned: a few unique bytes per object).  Every
+  ``PROBE_EVERY``-th visit looks up again (and every half of that walks again), so a place that
+  starts repeating is shared again within a few dozen writes.  Measured in ``api_floor``
+  (in-process writes of a DaemonSet's pods): half of the look-ups were such misses; not walking
+  the barren places took 3.6 % of its instructions for +160 bytes per pod.
 * **Bounded memory**: each table has two generations of ``capacity`` entries; a hit in the old
   generation promotes the entry, and the old generation is dropped when the new one is full.  So
   what is still being written stays shared, while sub-trees no longer seen are forgotten (objects
@@ -146,14 +149,17 @@ class Canonicalizer:
         # str -> str and int -> int; one table (a str never equals an int; bools are not entered).
         scalars = self._scalars = _Generations(capacity)
         # (_Generations.put, inlined below for the container and identity tables)
-        # Place (path hash and key) -> how many look-ups in a row found nothing there (module
-        # docstring).
+        # Place (path hash and key) -> how many look-ups in a row found nothing there, and how
+        # many visits in a row found nothing shared in the whole sub-tree (module docstring).
         misses: dict[int, int] = {}
+        barren: dict[int, int] = {}
+        shared = 0  # containers found shared so far (a sub-tree's share is the difference)
 
         # One closure, locals only: this runs for every stored object, and attribute look-ups
         # and method calls would double its cost.  ``at`` is the hash of the value's path in its
         # object (module docstring: why containers are shared per path).
         def value(v: Any, at: int = 0, name: Any = None) -> Any:
+            nonlocal shared
             t = type(v)
             if t is str or t is int:
                 hit = scalars.new.get(v)
@@ -168,10 +174,12 @@ class Canonicalizer:
                 key = hash((at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH))
                 hit = containers.new.get(key)
                 if hit is not None and type(hit) is t and not hit:
+                    shared += 1
                     return hit
                 if hit is None:
                     hit = containers.old.get(key)
                     if hit is not None and type(hit) is t and not hit:
+                        shared += 1
                         return containers.intern(key, hit)
                 i = id(v)
                 known = canonical.new.get(i) or canonical.old.get(i)
@@ -186,6 +194,7 @@ class Canonicalizer:
             i = id(v)
             known = canonical.new.get(i) or canonical.old.get(i)
             if known is not None and known[0] is v and known[1] == at:
+                shared += 1
                 return v
             place = hash((at, name))  # (``at`` is positional; the key tells places apart)
             streak = misses.get(place, 0)
@@ -200,7 +209,14 @@ class Canonicalizer:
                     except TypeError:
                         return v
                     i = id(v)
-                children(v, t, at)  # (unlooked-up, so unchecked: values that are not JSON pass as always)
+                dry = barren.get(place, 0)
+                if dry < UNSHARED_STREAK or not streak % (PROBE_EVERY // 2):
+                    before = shared
+                    children(v, t, at)  # (unlooked-up, so unchecked: values that are not JSON pass as always)
+                    if shared == before:
+                        barren[place] = dry + 1
+                    elif dry:
+                        barren[place] = 0
                 new = canonical.new  # canonical.put(i, (v, at)): skipped by identity when carried over
                 if len(new) >= capacity:
                     canonical.old = new
@@ -218,15 +234,18 @@ class Canonicalizer:
                 if dumps(hit) == text:
                     if streak:
                         misses[place] = 0
+                    shared += 1
                     return hit
             else:
                 hit = containers.old.get(key)
                 if hit is not None and dumps(hit) == text:
                     if streak:
                         misses[place] = 0
+                    shared += 1
                     return containers.intern(key, hit)
             if len(misses) >= capacity:
                 misses.clear()
+                barren.clear()
             misses[place] = streak + 1
             if known is not None and known[0] is v:
                 # Canonical at another path: sharing it here too would alias two places of one
