@@ -220,7 +220,7 @@ def _clean(value: Any, node: Node | None) -> Any:
         return _clean_map(value, node)
     if isinstance(value, list):
         items = node.items if node is not None and node.kind == "array" else None
-        out = []
+        out: list[Any] = []
         for item in value:
             if isinstance(item, dict):
                 if item.get(DIRECTIVE) is not None:
