@@ -199,7 +199,7 @@ _CREATED = [
 @pytest.mark.parametrize("subresource", [None, "status"])
 def test_created_field_sets_are_the_plain_computation(subresource):
     from everynode.api import schema
-    from everynode.apiserver.patch.apply import _object_tree, _untracked_top
+    from everynode.apiserver.patch.apply import _created_tree, _untracked_top
     from tests.support.fieldsets import collect, tracked
 
     for _ in range(2):
@@ -208,7 +208,7 @@ def test_created_field_sets_are_the_plain_computation(subresource):
             skip = _untracked_top(api_version, kind, subresource)
             plain: set = set()
             collect(obj, node, (), plain)
-            tree = _object_tree(obj, node, skip)
+            tree = _created_tree(obj, node, skip, (api_version, kind, subresource))
             assert parse_fields_v1(tree) == tracked(plain, skip), (kind, obj)
             # the very tree the field set renders as, key order included
             assert orjson.dumps(tree) == orjson.dumps(fields_v1(tracked(plain, skip)))

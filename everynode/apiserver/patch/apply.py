@@ -668,7 +668,7 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     if old:
         changed, removed = _diff_object(old, new, node, skip)
     else:
-        changed = _object_tree(new, node, skip)
+        changed = _created_tree(new, node, skip, (api_version, kind, subresource))
     result = dict(new)
     md = dict(result.get("metadata") or {})
     result["metadata"] = md
@@ -714,6 +714,48 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     else:
         md.pop("managedFields", None)
     return result
+
+
+# (api_version, kind, subresource, shape) -> the (interned) member tree of a created object.
+_CREATED: dict[tuple[Any, ...], Tree] = {}
+_CREATED_MAX = 4096
+
+
+def _created_tree(new: dict[str, Any], node: Node | None, skip: frozenset[str],
+                  memo_key: tuple[Any, ...]) -> Tree:
+    """``_object_tree(new)``, memoised on ``new``'s shape when it has one (:func:`_shape`).
+
+    Every Event, and every other object of one kind created by one component, has the same
+    keys: its members are then known without walking it again."""
+    shape = _shape(new)
+    if shape is None:
+        return _object_tree(new, node, skip)
+    key = (*memo_key, shape)
+    tree = _CREATED.get(key)
+    if tree is None:
+        tree = remember(_CREATED, key, _interned(_object_tree(new, node, skip)), limit=_CREATED_MAX)
+    return tree
+
+
+def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Everything the member walk reads of a list-free object: its keys, and for each whether
+    the value is an object (with that object's shape).  None when there is a list (the members
+    of keyed lists and sets depend on values) or a key that is not a string (``True`` and ``1``
+    would be one key here but two members)."""
+    parts: list[Any] = []
+    for k, v in value.items():
+        if type(k) is not str:
+            return None
+        if isinstance(v, dict):
+            sub = _shape(v)
+            if sub is None:
+                return None
+            parts.append((k, sub))
+        elif isinstance(v, list):
+            return None
+        else:
+            parts.append(k)
+    return tuple(parts)
 
 
 def _covers(tree: Any, members: Tree) -> bool:
