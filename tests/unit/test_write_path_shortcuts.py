@@ -9,6 +9,7 @@ scan-based list index, an uncached name check, and the stored object left untouc
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -155,6 +156,57 @@ def test_pod_template_memo_keeps_only_walks_that_could_report_everything():
     assert not typecheck._CLEAN_TEMPLATES
     assert [p.go_path for p in typecheck.check_object("v1", "Pod", bad_spec).problems] == [
         "spec.terminationGracePeriodSeconds"]
+
+
+def _mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, replacement) for every place of ``value``: a value of each other JSON type, and an
+    unknown field in every object."""
+    for replacement in ({"x": 1}, [1], 1.5, True, "text", 2**40, None):
+        if type(replacement) is not type(value):
+            yield path, replacement
+    if isinstance(value, dict):
+        yield path + ("zz-unknown",), 1
+        for key, sub in value.items():
+            yield from _mutations(sub, path + (key,))
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            yield from _mutations(sub, path + (i,))
+
+
+def _mutated(obj: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return replacement
+    out = deep_copy(obj)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = replacement
+    return out
+
+
+@pytest.mark.parametrize(("api_version", "kind", "obj", "known"), [
+    ("v1", "Pod", _pod(), None),
+    ("v1", "Pod", _pod(), _pod()),
+    ("coordination.k8s.io/v1", "Lease", _lease(), None),
+    ("v1", "Pod", _pinned_pod("n1"), None),
+], ids=["pod", "pod-known", "lease", "pinned-pod"])
+def test_compiled_verdict_finds_what_the_walk_finds(api_version, kind, obj, known, monkeypatch):
+    """The compiled verdict (typecheck._clean) answers "clean" exactly when the walker finds
+    nothing: at every place of the object, every wrong JSON type and an unknown field."""
+    from everynode.api import typecheck
+
+    def walk(o: Any) -> tuple[list[str], list[str]]:
+        found = typecheck.check_object(api_version, kind, deep_copy(o), known=known)
+        return found.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in found.problems]
+
+    cases = [obj, *(_mutated(obj, path, r) for path, r in _mutations(obj) if path)]
+    with monkeypatch.context() as m:
+        m.setattr(typecheck, "_clean", lambda node: lambda value, known: False)  # always the walk
+        walked = [walk(o) for o in cases]
+    typecheck._CLEAN_TEMPLATES.clear()
+    for _ in range(2):  # (the second time with the pod template remembered)
+        assert [walk(o) for o in cases] == walked
+    assert walked[0] == ([], []) and sum(1 for w in walked if w != ([], [])) > len(cases) // 2
 
 
 # --------------------------------------------------------------------------- managedFields
