@@ -564,6 +564,18 @@ def test_label_memo_reports_what_the_checks_report(monkeypatch):
     assert ("app", "agent") in meta._VALID_LABELS and ("bad key!", "v") not in meta._VALID_LABELS
 
 
+def test_qualified_name_memo_keeps_reporting_errors():
+    from everynode.api.validation import meta
+
+    names = ["Ready", "example.com/Ready", "bad name!", "a/b/c", "", "x" * 64, "Ready"]
+    meta._QUALIFIED_NAMES.clear()
+    first = [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in names]
+    assert "Ready" in meta._QUALIFIED_NAMES and "bad name!" not in meta._QUALIFIED_NAMES
+    assert [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in names] == first
+    meta._QUALIFIED_NAMES.clear()
+    assert [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in reversed(names)] == first[::-1]
+
+
 # --------------------------------------------------------------------------- service: private copies
 
 class FixedClock(Clock):

@@ -93,7 +93,18 @@ def validate_dns1123_label(value: str, path: str) -> list[FieldError]:
 
 
 def validate_qualified_name(value: str, path: str) -> list[FieldError]:
-    return [field.invalid(path, value, msg) for msg in is_qualified_name(value)]
+    """``ValidateQualifiedName``; the names found valid are remembered (label keys, condition
+    types, finalizers: the same few on every write)."""
+    if value in _QUALIFIED_NAMES:
+        return []
+    errs = [field.invalid(path, value, msg) for msg in is_qualified_name(value)]
+    if not errs and type(value) is str:
+        remember(_QUALIFIED_NAMES, value, True, limit=_QUALIFIED_NAMES_MAX)
+    return errs
+
+
+_QUALIFIED_NAMES: dict[str, bool] = {}  # names known to pass validate_qualified_name
+_QUALIFIED_NAMES_MAX = 16_384
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:
