@@ -68,6 +68,7 @@ class Plan:
 
     key: tuple[Any, ...]
     fields: dict[str, Any]  # the body's template fields (absent ones are not in it)
+    inputs: tuple[int, ...]  # Admission.create_inputs when the request came
 
 
 @dataclass(slots=True)
@@ -121,7 +122,7 @@ class TemplateCreates:
         except TypeError:  # not JSON-shaped: the pipeline words what is wrong
             return None
         key = (namespace, manager(opts), opts.field_validation, inputs, tuple(fields), tuple(places), text)
-        return Plan(key, fields)
+        return Plan(key, fields, inputs)
 
     # -- the first pod ----------------------------------------------------------------------------
 
@@ -159,6 +160,8 @@ class TemplateCreates:
         md = obj["metadata"]
         ctx.admission.check_namespace_for_create(rt, md.get("namespace") or "", obj)
         token_account = await ctx.admission.pod_service_account(rt, obj)
+        if ctx.admission.create_inputs(rt) != plan.inputs:
+            return None  # written while the look-up waited: admission would read them now
         now = ctx.now()
         before_create(rt, obj, now=now)
         md["name"] = generate_name(md["generateName"])
