@@ -445,6 +445,12 @@ class PlanResult:
     seed: int
     stalled_after: float | None
     trace: Obj | None = None
+    # Where the wall time went: loading the snapshot, starting the copy's components (informers'
+    # first lists, the kubelets' adoption, the controllers' first syncs, the settle), the rollout
+    # (the change applied → its end), the answer (the final read and explanation); and the
+    # process CPU seconds of each (benchmarks).
+    wall_phases: dict[str, float] = field(default_factory=dict)
+    cpu_phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> Obj:
         return {
@@ -456,6 +462,7 @@ class PlanResult:
             "pod_startup_seconds": self.pod_startup_seconds, "pod_startup_source": self.pod_startup_source,
             "invariants": self.invariants, "node_failures": self.node_failures, "added_nodes": self.added_nodes,
             "nodes": self.nodes, "loaded": self.loaded, "seed": self.seed, "stalled_after": self.stalled_after,
+            "wall_phases": {k: round(v, 3) for k, v in self.wall_phases.items()},
         }
 
 
@@ -514,6 +521,7 @@ async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -
     from everynode.virtualtime import virtual_clock
 
     wall0 = time.perf_counter()
+    phases = _Phases()
     md = change.get("metadata") or {}
     name = md.get("name") or ""
     namespace = md.get("namespace") or "default"
@@ -529,7 +537,9 @@ async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -
     loaded_box: list[Any] = []
 
     async def seed(client: Any) -> None:
+        phases.end("prepare")
         loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
+        phases.end("load")
 
     try:
         await plane.start(seed=seed)
@@ -538,9 +548,25 @@ async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -
         raise PlanError(f"error: {e}") from None
     try:
         return await _run(plane, objects, change, options, existing=existing, before=before, extra=extra,
-                          startup=startup, source=source, loaded=loaded_box[0], wall0=wall0)
+                          startup=startup, source=source, loaded=loaded_box[0], wall0=wall0, phases=phases)
     finally:
         await plane.stop()
+
+
+class _Phases:
+    """Wall and CPU seconds per phase (:attr:`PlanResult.wall_phases`): ``end(name)`` closes the
+    phase ``name``, which ran since the previous ``end`` (or since this object was made)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._last = (time.perf_counter(), time.process_time())
+
+    def end(self, name: str) -> None:
+        now = (time.perf_counter(), time.process_time())
+        self.wall[name] = self.wall.get(name, 0.0) + now[0] - self._last[0]
+        self.cpu[name] = self.cpu.get(name, 0.0) + now[1] - self._last[1]
+        self._last = now
 
 
 def _startup(options: PlanOptions, existing: Obj | None, objects: ClusterObjects) -> tuple[float, str]:
@@ -573,7 +599,7 @@ async def _apply_change(client: Any, change: Obj, existing: Obj | None, namespac
 
 async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOptions, *, existing: Obj | None,
                before: Explanation | None, extra: list[Obj], startup: float, source: str, loaded: Any,
-               wall0: float) -> PlanResult:
+               wall0: float, phases: _Phases) -> PlanResult:
     loop = asyncio.get_running_loop()
     client = plane.client
     clock = plane.clock
@@ -603,6 +629,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
     for node in extra:
         await client.create("nodes", node)
         added.append(node["metadata"]["name"])
+    phases.end("start")
     ds = await _apply_change(client, change, existing, namespace)
     rec.set_daemonset(ds)
     for pod in pods_inf.list():  # pods of a new DaemonSet may already be in the informer
@@ -649,6 +676,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
         await task
     rec.finish()
     completed = rec.done.is_set()
+    phases.end("rollout")
 
     snapshot = await read_live(client)
     final_ds = next((d for d in snapshot.daemonsets if _md(d).get("uid") == rec.ds_uid), ds)
@@ -687,8 +715,10 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
                     "completed": completed},
         node_failures=failed, added_nodes=added, nodes=len(snapshot.nodes), loaded=dict(loaded.counts),
         seed=options.seed, stalled_after=stalled_after)
+    phases.end("answer")
+    result.wall_phases, result.cpu_phases = phases.wall, phases.cpu
     if options.trace:
-        answer = {k: v for k, v in result.to_json().items() if k != "wall_seconds"}
+        answer = {k: v for k, v in result.to_json().items() if k not in ("wall_seconds", "wall_phases")}
         result.trace = {"kind": "EverynodePlanTrace", "version": 1, "daemonset": result.daemonset,
                         "seed": options.seed, "pod_startup_seconds": startup, "initial": initial,
                         "steps": rec.steps, "answer": answer}
