@@ -76,6 +76,10 @@ class ControlPlaneConfig:
     # --authorization: "always-allow" (every authenticated request) or "rbac" (kube-apiserver's
     # RBAC authorizer; the admin kubeconfig's user is in system:masters).
     authorization: str = "always-allow"
+    # Whether the simulated kubelets post their pod events (Scheduled aside: Pulling, Pulled,
+    # Created, Started, Killing, BackOff, FailedMount, …).  Off only in ``plan``'s copy, where
+    # nothing reads them: a rollout step writes as many of them as it writes pods.
+    pod_events: bool = True
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -319,7 +323,8 @@ class ControlPlane:
 
             kubelet = KubeletSimulator(kubelet_client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
                                        recorder=recorder("kubelet", kubelet_client), heartbeat_interval=cfg.heartbeat_interval,
-                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
+                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode(),
+                                       pod_events=cfg.pod_events)
             self.components["kubelet"] = kubelet
             assert self.service is not None
             self.service.container_logs = kubelet  # pods/{name}/log asks the node's kubelet
