@@ -477,3 +477,12 @@ class EventRecorder:
                 seen.name = fresh
         self.stats.created += 1
         self.stats.by_reason[job.event["reason"]] += 1
+class DiscardingRecorder(EventRecorder):
+    """A recorder that records nothing, for a component whose Events nobody reads (``plan``'s
+    copy): the component keeps calling :meth:`event`; no correlation, queue or write follows."""
+
+    def event(self, obj: Obj, type: str, reason: str, message: str, *, host: str | None = None,
+              field_path: str | None = None) -> None:
+        self.stats.skipped += 1
+
+

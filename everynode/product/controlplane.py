@@ -76,10 +76,11 @@ class ControlPlaneConfig:
     # --authorization: "always-allow" (every authenticated request) or "rbac" (kube-apiserver's
     # RBAC authorizer; the admin kubeconfig's user is in system:masters).
     authorization: str = "always-allow"
-    # Whether the simulated kubelets post their pod events (Scheduled aside: Pulling, Pulled,
-    # Created, Started, Killing, BackOff, FailedMount, …).  Off only in ``plan``'s copy, where
-    # nothing reads them: a rollout step writes as many of them as it writes pods.
-    pod_events: bool = True
+    # The components whose Events are written (by their recorder's ``source.component``); None:
+    # every component's.  Only ``plan``'s copy narrows it, to the sources its answer reads: a
+    # rollout step writes as many kubelet events (Pulling, Pulled, Created, Started, Killing) as
+    # it writes pods, and node registration one node-controller event per node.
+    event_sources: frozenset[str] | None = None
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -243,7 +244,7 @@ class ControlPlane:
         say(f"nodes: {len(nodes)} ({created} created)")
 
     async def _start_components(self, say: Progress) -> None:
-        from everynode.client.events import EventRecorder
+        from everynode.client.events import DiscardingRecorder, EventRecorder
         from everynode.client.informer import SharedInformerFactory
 
         assert self.client is not None
@@ -258,7 +259,8 @@ class ControlPlane:
         kubelet_client = self.component_client("kubelet")
 
         def recorder(component: str, via: InProcessClient = kcm) -> EventRecorder:
-            rec = EventRecorder(via, component=component, clock=clock)
+            silent = cfg.event_sources is not None and component not in cfg.event_sources
+            rec = (DiscardingRecorder if silent else EventRecorder)(via, component=component, clock=clock)
             self.recorders.append(rec)
             return rec
 
@@ -323,8 +325,7 @@ class ControlPlane:
 
             kubelet = KubeletSimulator(kubelet_client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
                                        recorder=recorder("kubelet", kubelet_client), heartbeat_interval=cfg.heartbeat_interval,
-                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode(),
-                                       pod_events=cfg.pod_events)
+                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
             self.components["kubelet"] = kubelet
             assert self.service is not None
             self.service.container_logs = kubelet  # pods/{name}/log asks the node's kubelet
