@@ -76,11 +76,11 @@ class ControlPlaneConfig:
     # --authorization: "always-allow" (every authenticated request) or "rbac" (kube-apiserver's
     # RBAC authorizer; the admin kubeconfig's user is in system:masters).
     authorization: str = "always-allow"
-    # The components whose Events are written (by their recorder's ``source.component``); None:
-    # every component's.  Only ``plan``'s copy narrows it, to the sources its answer reads: a
-    # rollout step writes as many kubelet events (Pulling, Pulled, Created, Started, Killing) as
-    # it writes pods, and node registration one node-controller event per node.
-    event_sources: frozenset[str] | None = None
+    # The Event reasons written (None: all); every event is still correlated, so the spam filter
+    # and aggregation of the written ones are unchanged.  Only ``plan``'s copy narrows it, to the
+    # reasons its answer reads: a rollout step writes as many kubelet events (Pulling, Pulled,
+    # Created, Started, Killing) as it writes pods, and node registration one per node.
+    event_reasons: frozenset[str] | None = None
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -244,7 +244,7 @@ class ControlPlane:
         say(f"nodes: {len(nodes)} ({created} created)")
 
     async def _start_components(self, say: Progress) -> None:
-        from everynode.client.events import DiscardingRecorder, EventRecorder
+        from everynode.client.events import EventRecorder
         from everynode.client.informer import SharedInformerFactory
 
         assert self.client is not None
@@ -259,8 +259,7 @@ class ControlPlane:
         kubelet_client = self.component_client("kubelet")
 
         def recorder(component: str, via: InProcessClient = kcm) -> EventRecorder:
-            silent = cfg.event_sources is not None and component not in cfg.event_sources
-            rec = (DiscardingRecorder if silent else EventRecorder)(via, component=component, clock=clock)
+            rec = EventRecorder(via, component=component, clock=clock, written_reasons=cfg.event_reasons)
             self.recorders.append(rec)
             return rec
 

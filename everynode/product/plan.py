@@ -66,15 +66,13 @@ from everynode.api.node import is_node_ready
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.apiserver.tables import parse_time
 from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
-from everynode.controllers.daemonset.controller import COMPONENT as DAEMONSET_CONTROLLER
 from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
 from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
 from everynode.product.plan_load import LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
-from everynode.product.why import Explanation, explain
-from everynode.scheduler.scheduler import DEFAULT_SCHEDULER_NAME
+from everynode.product.why import EVENT_REASONS, Explanation, explain
 
 Obj = dict[str, Any]
 
@@ -89,13 +87,10 @@ SETTLE_SECONDS = 1.0
 # accounts, the root CA and ClusterRoles change nothing a rollout's timeline depends on.
 DISABLED = ("garbage-collector", "endpoints", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation",
             "disruption", "job")
-# Nor does it write the Events of components other than these two: the answer reads Events only
-# through ``why``, which takes FailedScheduling (the scheduler's) and FailedDaemonPod (the
-# DaemonSet controller's); every other source has spam-filter and aggregation state of its own
-# (keyed by source and object), so leaving its Events out changes none of these.  The kubelets'
-# (Pulling, Pulled, Created, Started, Killing) were four of the nine writes of every node a
-# rollout replaces.
-EVENT_SOURCES = frozenset({DEFAULT_SCHEDULER_NAME, DAEMONSET_CONTROLLER})
+# Nor does it write the Events its answer does not read (``why``'s EVENT_REASONS): each recorder
+# still correlates every event, so the spam filter and aggregation of the ones written are what
+# they would be.  The kubelets' (Pulling, Pulled, Created, Started, Killing) were four of the nine
+# writes of every node a rollout replaces.
 
 
 class PlanError(Exception):
@@ -115,7 +110,7 @@ class PlanOptions:
     max_simulated_seconds: float = MAX_SIMULATED_SECONDS
     trace: bool = False
     # The copy writes everything a cluster would, the Events nobody reads included (see
-    # EVENT_SOURCES): only for the test that proves leaving them out changes no answer.
+    # EVENT_REASONS): only for the test that proves leaving them out changes no answer.
     full_copy: bool = False
 
 
@@ -545,7 +540,7 @@ async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -
 
     config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=startup,
                                 disable=frozenset(DISABLED), heartbeats="modelled",
-                                event_sources=None if options.full_copy else EVENT_SOURCES)
+                                event_reasons=None if options.full_copy else EVENT_REASONS)
     plane = ControlPlane(config, clock=clock)
     loaded_box: list[Any] = []
 

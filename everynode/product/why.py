@@ -91,6 +91,7 @@ from everynode.scheduler.filters import (
 )
 from everynode.scheduler.nodeinfo import ANY_IP, NodeInfo
 from everynode.scheduler.podinfo import PodInfo
+from everynode.scheduler.scheduler import FAILED_SCHEDULING
 from everynode.scheduler.topologyspread import hard_constraints
 
 Obj = dict[str, Any]
@@ -310,13 +311,17 @@ class _Events:
     failed_daemon_pod: dict[str, tuple[float, int, str]] = field(default_factory=dict)  # node -> (t, count, msg)
 
 
+# The Event reasons read here (``plan``'s copy writes no others).
+EVENT_REASONS = frozenset({FAILED_SCHEDULING, FAILED_DAEMON_POD})
+
+
 def _index_events(events: Iterable[Obj], ds: Obj) -> _Events:
     ds_md = _meta(ds)
     ds_uid, ds_ns, ds_name = ds_md.get("uid"), ds_md.get("namespace") or "", ds_md.get("name") or ""
     out = _Events()
     for event in events:
         reason = event.get("reason")
-        if reason == "FailedScheduling":
+        if reason == FAILED_SCHEDULING:
             subject = _event_subject(event)
             key = (subject.get("namespace") or _meta(event).get("namespace") or "", subject.get("name") or "")
             t = _event_time(event)
