@@ -134,9 +134,9 @@ def test_the_same_plan_twice_gives_the_same_trace(files: dict[str, Path]) -> Non
 
 
 def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> None:
-    """The copy writes no pod events (nothing reads them): the trace, answer included, is the same
-    as with every write a cluster makes — with the preemption and the stuck node, and with node
-    failures."""
+    """The copy writes no Events its answer does not read and runs no controller that would have
+    nothing to do: the trace, answer included, is the same as with every controller and write a
+    cluster has — with the preemption and the stuck node, and with node failures."""
     def traced(full_copy: bool, **failures: Any) -> dict[str, Any]:
         result = plan(objects, pc.change(), PlanOptions(pod_startup=S, trace=True, full_copy=full_copy, **failures))
         assert result.trace is not None
