@@ -22,8 +22,10 @@ What a component gives its kit, in its constructor:
   monitor, a periodic pass, a backoff GC), and :meth:`ControllerKit.spawn` for tasks made while
   running (in-flight binds): all cancelled by :meth:`stop`;
 * :meth:`ControllerKit.on_synced` and :meth:`ControllerKit.on_stop` — hooks run once the caches
-  synced (upstream's "queue every leftover object" steps) and after the tasks ended (closing a
-  recorder or an informer factory the component owns).
+  synced (upstream's "queue every leftover object" steps, or an awaited first pass that
+  :meth:`start` returns after, such as the per-namespace controllers' one before the control
+  plane reports ready) and after the tasks ended (closing a recorder or an informer factory the
+  component owns).
 
 The kit is one-shot, as a controller is: :meth:`start` once, :meth:`stop` once (again is a
 no-op); to run again, build a new component.  Everything runs on the one asyncio loop; no
@@ -103,7 +105,7 @@ class ControllerKit:
         self._queues: list[WorkQueue] = []
         self._workers: list[Workers] = []
         self._loops: list[Loop] = []
-        self._on_synced: list[Hook] = []
+        self._on_synced: list[Hook | AsyncHook] = []
         self._on_stop: list[AsyncHook] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
@@ -112,10 +114,12 @@ class ControllerKit:
 
     # -- wiring (in the component's constructor) ------------------------------------------------
 
-    def informer(self, resource: str, *, namespace: str | None = None,
+    def informer(self, resource: str, *, namespace: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
-        """The shared informer of ``resource``; :meth:`start` waits until it has synced."""
-        inf = self.factory.informer(resource, namespace=namespace, indexers=indexers)
+        """The shared informer of ``resource`` (of the objects ``field_selector`` selects, when
+        given); :meth:`start` waits until it has synced."""
+        inf = self.factory.informer(resource, namespace=namespace, field_selector=field_selector,
+                                    indexers=indexers)
         if inf not in self._informers:
             self._informers.append(inf)
         return inf
@@ -145,8 +149,9 @@ class ControllerKit:
         """Run ``run()`` as a task from :meth:`start` (after the caches synced) to :meth:`stop`."""
         self._loops.append(Loop(run, name))
 
-    def on_synced(self, hook: Hook) -> None:
-        """Call ``hook()`` once the caches synced, before any worker or loop runs."""
+    def on_synced(self, hook: Hook | AsyncHook) -> None:
+        """Call ``hook()`` once the caches synced, before any worker or loop runs; a coroutine
+        hook is awaited (:meth:`start` returns after it)."""
         self._on_synced.append(hook)
 
     def on_stop(self, hook: AsyncHook) -> None:
@@ -183,7 +188,9 @@ class ControllerKit:
         if self.wait_for_sync:
             await asyncio.gather(*(inf.wait_synced() for inf in self._informers))
         for hook in self._on_synced:
-            hook()
+            done = hook()
+            if done is not None:
+                await done
         for w in self._workers:
             for i in range(w.count):
                 self.spawn(run_worker(w.queue, w.sync, max_retries=w.max_retries, on_error=w.on_error),
