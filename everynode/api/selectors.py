@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from everynode.api.field import FieldError, aggregate, invalid, not_supported, render_value
+from everynode.api.field_errors import FieldError, aggregate, invalid, not_supported, render_value
 
 __all__ = [
     "SelectorError",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_valid_percent, name_is_dns_subdomain
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,

@@ -21,8 +21,8 @@ import binascii
 import ipaddress
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import (
     is_config_map_key,
     is_dns1123_subdomain,

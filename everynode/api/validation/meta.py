@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_dns1123_label, is_qualified_name, is_valid_label_value
 from everynode.memo import remember
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import (
     inclusive_range_error,
     is_config_map_key,

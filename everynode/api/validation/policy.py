@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.validation.apps import _not_more_than_100_percent, _validate_positive_int_or_percent
 from everynode.api.validation.meta import (

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.defaults import apply_defaults
 from everynode.api.registry import ResourceType

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.apiextensions import jsonpath
 from everynode.api.apiextensions.structural import apply_defaults, validate_value
