@@ -18,6 +18,7 @@ from everynode.api.validation.meta import (
     child,
     dicts,
     index,
+    required_enum,
     validate_dns1123_label,
     validate_immutable,
     validate_object_meta,
@@ -35,11 +36,7 @@ MAX_PORTS = 20000
 
 def validate_endpoint_slice_create(eps: Obj) -> list[FieldError]:
     errs = validate_object_meta(eps.get("metadata"), namespaced=True, name_fn=name_is_dns_subdomain)
-    address_type = as_str(eps.get("addressType"))
-    if not address_type:
-        errs.append(field.required("addressType"))
-    elif address_type not in ADDRESS_TYPES:
-        errs.append(field.not_supported("addressType", address_type, ADDRESS_TYPES))
+    errs.extend(required_enum(as_str(eps.get("addressType")), "addressType", ADDRESS_TYPES))
     endpoints = as_list(eps.get("endpoints"))
     if len(endpoints) > MAX_ENDPOINTS:
         errs.append(field.too_many("endpoints", len(endpoints), MAX_ENDPOINTS))
@@ -62,11 +59,7 @@ def validate_endpoint_slice_create(eps: Obj) -> list[FieldError]:
         if name in names:
             errs.append(field.duplicate(child(port_path, "name"), name))
         names.add(name)
-        protocol = as_str(port.get("protocol"))
-        if not protocol:
-            errs.append(field.required(child(port_path, "protocol")))
-        elif protocol not in SUPPORTED_PORT_PROTOCOLS:
-            errs.append(field.not_supported(child(port_path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
+        errs.extend(required_enum(as_str(port.get("protocol")), child(port_path, "protocol"), SUPPORTED_PORT_PROTOCOLS))
         number = port.get("port")
         if isinstance(number, int) and not isinstance(number, bool):
             errs.extend(field.invalid(child(port_path, "port"), number, m) for m in is_valid_port_num(number))

@@ -82,6 +82,23 @@ def validate_nonnegative(value: Any, path: str) -> list[FieldError]:
     return []
 
 
+def validate_status_counters(status: Obj, names: Iterable[str]) -> list[FieldError]:
+    """Each named ``status`` counter is not negative (the status rule of every workload kind)."""
+    errs: list[FieldError] = []
+    for name in names:
+        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+    return errs
+
+
+def required_enum(value: str, path: str, supported: Any) -> list[FieldError]:
+    """A required field with a fixed set of values: ``Required value`` or ``Unsupported value``."""
+    if not value:
+        return [field.required(path)]
+    if value not in supported:
+        return [field.not_supported(path, value, supported)]
+    return []
+
+
 def validate_immutable(new: Any, old: Any, path: str) -> list[FieldError]:
     if new != old:
         return [field.invalid(path, new, FIELD_IMMUTABLE_ERROR_MSG)]

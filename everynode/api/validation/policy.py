@@ -23,9 +23,9 @@ from everynode.api.validation.meta import (
     as_dict,
     child,
     validate_label_selector,
-    validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_counters,
 )
 
 Obj = dict[str, Any]
@@ -68,6 +68,5 @@ def validate_pod_disruption_budget_update(new: Obj, old: Obj) -> list[FieldError
 def validate_pod_disruption_budget_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    for name in PDB_STATUS_COUNTERS:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+    errs.extend(validate_status_counters(status, PDB_STATUS_COUNTERS))
     return errs

@@ -16,6 +16,7 @@ from everynode.api.validation.meta import (
     as_dict,
     as_int,
     as_str,
+    required_enum,
     validate_immutable,
     validate_object_meta,
     validate_object_meta_update,
@@ -56,11 +57,7 @@ def validate_priority_class_create(pc: Obj) -> list[FieldError]:
         errs.append(field.forbidden("value",
                                     f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"))
     if pc.get("preemptionPolicy") is not None:
-        policy = as_str(pc["preemptionPolicy"])
-        if not policy:
-            errs.append(field.required("preemptionPolicy"))
-        elif policy not in PREEMPTION_POLICIES:
-            errs.append(field.not_supported("preemptionPolicy", policy, PREEMPTION_POLICIES))
+        errs.extend(required_enum(as_str(pc["preemptionPolicy"]), "preemptionPolicy", PREEMPTION_POLICIES))
     return errs
 
 
