@@ -645,9 +645,7 @@ class ApiHttp:
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
-            aclose = getattr(batches, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await batches.aclose()
         try:
             await response.write_eof()
         except (ConnectionResetError, ConnectionError):
