@@ -3,13 +3,14 @@
 Upstream has no such object: every controller in ``pkg/controller`` repeats the same wiring —
 informers from a shared factory, handlers that enqueue keys, ``WaitForNamedCacheSync``, then
 ``wait.UntilWithContext(worker)`` per worker, ``queue.ShutDown()`` on the way out.  Here that
-wiring is written once, so that every controller, the scheduler and (next) the kubelet
+wiring is written once, so that every controller, the scheduler and the kubelet
 simulation start, stop and report idleness the same way; kopf's low-level kits (the
 orchestration under its engines) are the model for a kit that the component *holds* rather
 than a base class it inherits: a controller keeps its own constructor (keyword-only options, its
 client and clock), its own state and its own ``sync``, and hands the kit only what the kit runs.
 
-What a component gives its kit, in its constructor:
+What a component gives its kit, in its constructor (the kubelet simulation subscribes when it
+starts instead, see :mod:`everynode.kubelet.simulator`):
 
 * :meth:`ControllerKit.informer` — an informer from the shared factory that :meth:`start`
   waits for (``WaitForCacheSync``), and :meth:`ControllerKit.watch` — handlers on it, removed
@@ -19,8 +20,10 @@ What a component gives its kit, in its constructor:
   ``count`` workers running ``sync(key)`` through :func:`~everynode.client.workqueue.run_worker`
   (rate-limited retries, ``max_retries``, ``on_error``);
 * :meth:`ControllerKit.loop` — a background coroutine started after the caches synced (a health
-  monitor, a periodic pass, a backoff GC), and :meth:`ControllerKit.spawn` for tasks made while
-  running (in-flight binds): all cancelled by :meth:`stop`;
+  monitor, a periodic pass, a backoff GC, the simulated kubelets' writers), and
+  :meth:`ControllerKit.spawn` for tasks made while running (in-flight binds): all cancelled by
+  :meth:`stop`; :meth:`ControllerKit.idle_when` — work the component keeps outside a work queue
+  (the kubelet simulation's pending writes), which :meth:`wait_idle` also waits out;
 * :meth:`ControllerKit.on_synced` and :meth:`ControllerKit.on_stop` — hooks run once the caches
   synced (upstream's "queue every leftover object" steps, or an awaited first pass that
   :meth:`start` returns after, such as the per-namespace controllers' one before the control
@@ -107,6 +110,7 @@ class ControllerKit:
         self._loops: list[Loop] = []
         self._on_synced: list[Hook | AsyncHook] = []
         self._on_stop: list[AsyncHook] = []
+        self._idle_checks: list[Callable[[], bool]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
         self._stopped: asyncio.Event | None = None
@@ -153,6 +157,11 @@ class ControllerKit:
         """Call ``hook()`` once the caches synced, before any worker or loop runs; a coroutine
         hook is awaited (:meth:`start` returns after it)."""
         self._on_synced.append(hook)
+
+    def idle_when(self, check: Callable[[], bool]) -> None:
+        """Count the component idle only while ``check()`` is also true (work it keeps outside
+        a work queue)."""
+        self._idle_checks.append(check)
 
     def on_stop(self, hook: AsyncHook) -> None:
         """Await ``hook()`` at the end of :meth:`stop` (hooks run last registered first)."""
@@ -236,8 +245,10 @@ class ControllerKit:
         await self._stopped.wait()
 
     def idle(self) -> bool:
-        """No key queued (delayed re-adds aside) or being processed, in any queue."""
-        return all(q.depth == 0 and q.processing == 0 for q in self._queues)
+        """No key queued (delayed re-adds aside) or being processed, in any queue, and every
+        :meth:`idle_when` check true."""
+        return all(q.depth == 0 and q.processing == 0 for q in self._queues) and \
+            all(check() for check in self._idle_checks)
 
     async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
         """Wait until :meth:`idle` holds for ``settle`` polls in a row (tests, benchmarks)."""
