@@ -66,6 +66,7 @@ from everynode.api.meta import resource_version
 from everynode.api.node import is_node_ready
 from everynode.client.base import Client
 from everynode.client.informer import Informer
+from everynode.client.kit import ControllerKit
 from everynode.clock import Clock
 from everynode.kubelet import addresses, podstatus
 
@@ -182,13 +183,12 @@ class NodeAgent:
         self.node_status_updates = 0
         self.errors = 0
 
-    def start(self, informer: Informer) -> Any:
-        """Watch ``informer`` (nodes) and start the heartbeat wheel; returns the handler registration."""
+    def start(self, kit: ControllerKit, informer: Informer) -> None:
+        """Watch ``informer`` (nodes) through ``kit`` and start the heartbeat wheel."""
         self.informer = informer
         self._running = True
-        reg = informer.add_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
+        kit.watch(informer, on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._on_node_delete)
         self._wheel_timer = asyncio.get_running_loop().call_later(self.heartbeat_interval / WHEEL_SLOTS, self._tick)
-        return reg
 
     async def stop(self) -> None:
         self._running = False

@@ -44,6 +44,7 @@ from everynode.api.pod import TERMINAL_PHASES
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import Informer
+from everynode.client.kit import ControllerKit
 from everynode.clock import Clock
 from everynode.kubelet import addresses, containerevents, containerlog, mounts, podstatus
 from everynode.kubelet.containerevents import WARNING, ContainerEvent
@@ -151,10 +152,10 @@ class PodLifecycle:
         self.pod_removals = 0
         self.errors = 0
 
-    def start(self, informer: Informer) -> Any:
-        """Watch ``informer`` (pods); returns the handler registration."""
+    def start(self, kit: ControllerKit, informer: Informer) -> None:
+        """Watch ``informer`` (pods) through ``kit``."""
         self.informer = informer
-        return informer.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        kit.watch(informer, on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
 
     def stop(self) -> None:
         for ps in self.pods.values():
