@@ -22,13 +22,28 @@ choices that make them adopt:
   dropped from the spec and a PriorityClass the snapshot lacks is made from the pods' values.
   Unbound pods are not loaded, except a DaemonSet's own (the plan is about what the change does;
   an application pod that was already Pending would otherwise preempt in the plan's name).
-* **A node that is not Ready stays so**: its simulated kubelet is stopped
+* **A node stays as its kubelet reports it**: the cluster's kubelets are real, so the copy's
+  stand-ins must not "heal" what they report — every node is loaded with
+  ``everynode.io/node-status: kept``, and its simulated kubelet goes on reporting the conditions it
+  had (MemoryPressure, DiskPressure, PIDPressure, a Ready=False of a kubelet that runs but posts
+  NotReady), its addresses and nodeInfo, refreshing only heartbeats.  The node lifecycle controller
+  then keeps the taints those conditions call for, as in the cluster.  A node whose kubelet is
+  silent (Ready Unknown, or no Ready condition) stays so: its simulated kubelet is stopped
   (``everynode.io/kubelet: stopped``), so nothing reports for it and the node lifecycle
   controller treats it as upstream's does an unreachable node.  Pods being deleted are loaded only
   on such nodes (created, then deleted gracefully: they stay Terminating there, as in the cluster);
-  on a live node their kubelet would have removed them.
+  where a kubelet runs it would have removed them.
 
 Names and labels are kept, so the plan's answer names the cluster's own nodes and pods.
+
+Where the copy knowingly differs from the cluster (``tests/integration/test_plan_fidelity.py``
+checks the rest: ``why`` explains the copy as it explains the snapshot): the node lifecycle
+controller starts as upstream's does after a restart, removing the NoExecute ``not-ready`` /
+``unreachable`` taints of the nodes it first sees and adding them back to those still not Ready
+a few seconds later (their ``timeAdded`` moves, so other pods' ``tolerationSeconds`` count from
+the copy's start; the DaemonSet's pods tolerate them); a pod being deleted where a kubelet runs
+is left out (the simulated kubelet ends a termination at once); a pod whose class was re-created
+with another value gets the class's value from the admission.
 """
 
 from __future__ import annotations
@@ -38,15 +53,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError
-from everynode.api.node import is_node_ready
+from everynode.api.node import ready_status
 from everynode.client.base import Client
 from everynode.kubelet.nodeagent import EXTERNAL, KUBELET_ANNOTATION, STOPPED
+from everynode.kubelet.podstatus import KEPT, NODE_STATUS_ANNOTATION
 from everynode.product.clusterdump import ClusterObjects
 
 Obj = dict[str, Any]
 
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
                  "deletionGracePeriodSeconds", "managedFields", "selfLink")
+PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
 SEEDED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
@@ -98,11 +115,13 @@ async def _create(client: Client, resource: str, obj: Obj, what: str) -> Obj:
 
 
 def node_copy(node: Mapping[str, Any]) -> Obj:
-    """The node as loaded: stripped, its kubelet stopped when it is not Ready (or was stopped)."""
+    """The node as loaded: stripped, its status kept by its kubelet, which is stopped when it is
+    silent (Ready Unknown or never reported) or was stopped."""
     out = stripped(node)
     md = out["metadata"]
     annotations = dict(md.get("annotations") or {})
-    if not is_node_ready(node) or annotations.get(KUBELET_ANNOTATION) == STOPPED:
+    annotations[NODE_STATUS_ANNOTATION] = KEPT
+    if ready_status(node) in (None, "Unknown") or annotations.get(KUBELET_ANNOTATION) == STOPPED:
         annotations[KUBELET_ANNOTATION] = STOPPED
     elif annotations.get(KUBELET_ANNOTATION) == EXTERNAL:
         del annotations[KUBELET_ANNOTATION]  # simulated in the plan like every other node
@@ -157,9 +176,10 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
         await _create(client, "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                       f"namespace {ns}")
     for pc in _priority_classes(objects):
-        if (_md(pc).get("name") or "").startswith("system-"):
+        name = _md(pc).get("name") or ""
+        if name.startswith("system-"):
             continue  # built into every API server
-        await _create(client, "priorityclasses.scheduling.k8s.io", pc, f"priorityclass {_md(pc).get('name')}")
+        await _create(client, PRIORITY_CLASSES, pc, f"priorityclass {name}")
         _bump(loaded, "priorityclasses")
     ready_nodes: set[str] = set()
     for node in [*objects.nodes, *extra_nodes]:

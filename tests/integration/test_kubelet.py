@@ -192,6 +192,28 @@ def test_not_ready_written_by_someone_else_is_reasserted() -> None:
     run_virtual(main())
 
 
+def test_a_kept_not_ready_status_is_reported_not_reasserted() -> None:
+    """A node whose status its kubelet keeps (``everynode.io/node-status: kept``) and that posts
+    Ready=False goes on posting it: every 300 s, with a new heartbeat, and no re-assertion."""
+    from everynode.kubelet.podstatus import KEPT, NODE_STATUS_ANNOTATION
+
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1", annotations={NODE_STATUS_ANNOTATION: KEPT})
+            await asyncio.sleep(5)
+            reports = c.kubelet.node_status_updates
+            await c.client.patch("nodes", "w1", {"status": {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                 "message": "container runtime network not ready"}]}}, patch_type="strategic", subresource="status")
+            await asyncio.sleep(301)
+            ready = cond(await c.get_node("w1"), "Ready") or {}
+            assert (ready.get("status"), ready.get("reason")) == ("False", "KubeletNotReady")
+            assert parse_rfc3339(ready["lastHeartbeatTime"]) > c.clock.now() - 300
+            assert c.kubelet.node_status_updates == reports + 1  # the periodic report, nothing more
+
+    run_virtual(main())
+
+
 def test_lease_is_renewed_every_heartbeat_interval() -> None:
     async def main() -> None:
         async with Cluster() as c:

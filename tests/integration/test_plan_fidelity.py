@@ -1,0 +1,170 @@
+"""The copy `everynode plan` runs is the snapshot it was loaded from: nothing in it moves before
+the change is applied.
+
+The snapshot is the plan cluster (``tests/support/plan_cluster.py``) as a cluster with real
+kubelets would dump it (``tests/support/real_snapshot.py``: nodes under memory, disk and PID
+pressure with their taints, a cordoned node, a node without a route, a GPU node, a kubelet
+posting NotReady, an Unknown node, a pod not Ready, a crash-looping pod), written and read as
+``kubectl get … -o yaml``.  The invariant: ``why``'s explanation of the DaemonSet on the
+snapshot is, node by node — verdict, pod, revision, reason codes and messages, the node's state
+line — and in its summary, the explanation on the copy, right after the copy started and again
+after ten idle minutes (longer than the node monitor's grace period and the kubelet's 5-minute
+status report); only times and ages may differ.  The nodes themselves keep what the snapshot
+says of them (conditions, taints, cordon, capacity, allocatable, addresses, nodeInfo), and the
+pods their status, node and priority.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+from everynode.product.clusterdump import ClusterObjects, read_live
+from everynode.product.plan import running_copy, snapshot_time
+from everynode.product.why import Explanation, explain
+from everynode.virtualtime import run_virtual, virtual_clock
+from tests.support import plan_cluster as pc
+from tests.support import real_snapshot as rs
+
+Obj = dict[str, Any]
+
+IDLE_SECONDS = 600.0
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+_AGE = re.compile(r"\b\d+(s|m|h|d)(\d+(s|m|h))?\b")
+# The node lifecycle controller, like upstream's when kube-controller-manager starts, removes the
+# NoExecute not-ready/unreachable taints of every node it first sees and taints the nodes that are
+# still not Ready again (``markNodeAsReachable`` for added nodes; the zone's rate-limited queue):
+# for a few seconds after the start they are missing, and their ``timeAdded`` moves.  The
+# DaemonSet's pods tolerate them; only the eviction of other pods on those nodes is later.
+RESTART_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def _times_and_ages(text: str) -> str:
+    return _AGE.sub("<age>", _TIME.sub("<time>", text))
+
+
+def view(exp: Explanation) -> dict[str, Any]:
+    """The explanation with times and ages blanked."""
+    nodes = {}
+    for nv in exp.nodes:
+        out = nv.to_json()
+        out["reasons"] = [{**r, "message": _times_and_ages(r["message"])} for r in out["reasons"]]
+        out["state"] = _times_and_ages(nv.state)
+        nodes[nv.node] = out
+    summary = exp.summary.to_json()
+    summary["message"] = _times_and_ages(summary["message"])
+    return {"updateRevision": exp.update_revision, "summary": summary, "nodes": nodes}
+
+
+def _restart_taint(taint: Obj) -> bool:
+    return taint.get("effect") == "NoExecute" and taint.get("key") in RESTART_TAINTS
+
+
+def node_view(node: Obj, *, restarting: bool = False) -> Obj:
+    """What a node says that decisions read, heartbeats left out (and, ``restarting``, the
+    NoExecute taints the controller's start removes for a while)."""
+    status = node.get("status") or {}
+    taints = sorted(({k: v for k, v in t.items() if not (k == "timeAdded" and _restart_taint(t))}
+                     for t in (node.get("spec") or {}).get("taints") or () if not (restarting and _restart_taint(t))),
+                    key=lambda t: sorted(t.items()))
+    return {"labels": node["metadata"].get("labels"), "unschedulable": (node.get("spec") or {}).get("unschedulable"),
+            "taints": taints,
+            "conditions": sorted(({k: v for k, v in c.items() if k != "lastHeartbeatTime"}
+                                  for c in status.get("conditions") or ()), key=lambda c: c["type"]),
+            **{k: status.get(k) for k in ("capacity", "allocatable", "addresses", "nodeInfo")}}
+
+
+def pod_view(pod: Obj) -> Obj:
+    spec = pod.get("spec") or {}
+    return {"node": spec.get("nodeName"), "priority": spec.get("priority"), "status": pod.get("status"),
+            "terminating": bool(pod["metadata"].get("deletionTimestamp"))}
+
+
+def _key(obj: Obj) -> str:
+    md = obj["metadata"]
+    return f"{md.get('namespace') or ''}/{md['name']}"
+
+
+class Copied:
+    """The snapshot's explanation, and the copy's objects and explanation at start and after idling."""
+
+    def __init__(self) -> None:
+        self.before: Explanation | None = None
+        self.states: list[tuple[ClusterObjects, Explanation]] = []
+
+
+async def _observe(snapshot: ClusterObjects) -> Copied:
+    out = Copied()
+    ds = snapshot.daemonset(pc.NAME, pc.NS)
+    assert ds is not None
+    out.before = explain(ds, snapshot, now=virtual_clock().now())
+    async with running_copy(snapshot, namespace=pc.NS, pod_startup=5.0) as copy:
+        for wait in (0.0, IDLE_SECONDS):
+            await asyncio.sleep(wait)
+            objects = await read_live(copy.plane.client)
+            copied_ds = objects.daemonset(pc.NAME, pc.NS)
+            assert copied_ds is not None
+            out.states.append((objects, explain(copied_ds, objects, now=copy.plane.clock.now())))
+    return out
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> ClusterObjects:
+    return rs.realistic_dump(run_virtual(pc.virtual_dump()))
+
+
+@pytest.fixture(scope="module")
+def copied(snapshot: ClusterObjects) -> Copied:
+    return run_virtual(_observe(snapshot), start=snapshot_time(snapshot))
+
+
+def test_the_snapshot_is_realistic(snapshot: ClusterObjects, copied: Copied) -> None:
+    """The cases the copy must keep are in the snapshot, and ``why`` sees them there."""
+    assert copied.before is not None
+    verdicts = {nv.node: (nv.verdict, nv.codes()) for nv in copied.before.nodes}
+    assert verdicts[rs.NO_ROUTE] == ("misscheduled", ["TaintNotTolerated"])
+    assert verdicts[rs.KUBELET_NOT_READY] == ("misscheduled", ["TaintNotTolerated", "NodeNotReady"])
+    assert verdicts[pc.NOT_READY] == ("misscheduled", ["TaintNotTolerated", "NodeNotReady"])
+    assert verdicts[rs.NOT_READY_POD] == ("unhealthy", ["NotReady"])
+    assert verdicts[rs.CRASHING_POD] == ("unhealthy", ["CrashLoopBackOff"])
+    nodes = {n["metadata"]["name"]: n for n in snapshot.nodes}
+    for name, (type_, _, _) in rs.PRESSURES.items():
+        assert {"type": type_, "status": "True"}.items() <= {
+            k: v for c in nodes[name]["status"]["conditions"] if c["type"] == type_ for k, v in c.items()}.items()
+        assert verdicts[name] == ("ok", [])  # the agent's pods tolerate the pressure taints
+    assert nodes[rs.CORDONED]["spec"]["unschedulable"] is True
+    assert not any(k.startswith("everynode.io/") for n in snapshot.nodes for k in n["metadata"].get("annotations") or {})
+
+
+def test_why_explains_the_copy_as_it_explains_the_snapshot(copied: Copied) -> None:
+    assert copied.before is not None
+    expected = view(copied.before)
+    for moment, (_, exp) in zip(("at start", f"after {IDLE_SECONDS:.0f}s idle"), copied.states, strict=True):
+        got = view(exp)
+        diff = {n: {"snapshot": expected["nodes"][n], "copy": got["nodes"].get(n)} for n in expected["nodes"]
+                if got["nodes"].get(n) != expected["nodes"][n]}
+        assert not diff, f"{moment}: {diff}"
+        assert got == expected, moment
+
+
+def test_the_copy_keeps_what_the_snapshot_says_of_its_nodes(snapshot: ClusterObjects, copied: Copied) -> None:
+    for (objects, _), restarting in zip(copied.states, (True, False), strict=True):
+        expected = {n["metadata"]["name"]: node_view(n, restarting=restarting) for n in snapshot.nodes}
+        got = {n["metadata"]["name"]: node_view(n, restarting=restarting) for n in objects.nodes}
+        diff = {name: {k: (v, got[name][k]) for k, v in want.items() if got[name][k] != v}
+                for name, want in expected.items() if got.get(name) != want}
+        assert not diff
+
+
+def test_the_copy_keeps_its_pods_as_the_snapshot_has_them(snapshot: ClusterObjects, copied: Copied) -> None:
+    expected = {_key(p): pod_view(p) for p in snapshot.pods}
+    for objects, _ in copied.states:
+        got = {_key(p): pod_view(p) for p in objects.pods}
+        assert set(got) == set(expected)
+        diff = {k: {f: (v, got[k][f]) for f, v in want.items() if got[k][f] != v}
+                for k, want in expected.items() if got[k] != want}
+        assert not diff
+
