@@ -19,9 +19,14 @@ choices that make them adopt:
 * **Pods are created bound and then given their status** (the API server resets a new pod's
   status, as upstream's strategy does, so the status is written in a second call, as a kubelet
   would).  The priority admission recomputes ``spec.priority`` from the class, so the value is
-  dropped from the spec and a PriorityClass the snapshot lacks is made from the pods' values.
+  dropped from the spec and a PriorityClass the snapshot lacks is made from the pods' values.  A
+  ``globalDefault`` class is made the default only after the pods are loaded: a pod without a
+  class was created before the cluster had a default (admission names the default in the pods it
+  gives it to) and keeps the priority it has, not the default's.
   Unbound pods are not loaded, except a DaemonSet's own (the plan is about what the change does;
-  an application pod that was already Pending would otherwise preempt in the plan's name).
+  an application pod that was already Pending would otherwise preempt in the plan's name) and
+  those the scheduler has nominated to a node (``status.nominatedNodeName``): it has already
+  preempted for them there, and they bind there as soon as their victims are gone.
 * **A node stays as its kubelet reports it**: the cluster's kubelets are real, so the copy's
   stand-ins must not "heal" what they report — every node is loaded with
   ``everynode.io/node-status: kept``, and its simulated kubelet goes on reporting the conditions it
@@ -175,10 +180,14 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
     for ns in _namespaces(objects, namespaces):
         await _create(client, "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                       f"namespace {ns}")
+    defaults: list[str] = []
     for pc in _priority_classes(objects):
         name = _md(pc).get("name") or ""
         if name.startswith("system-"):
             continue  # built into every API server
+        if pc.get("globalDefault"):
+            defaults.append(name)
+            pc = {**pc, "globalDefault": False}
         await _create(client, PRIORITY_CLASSES, pc, f"priorityclass {name}")
         _bump(loaded, "priorityclasses")
     ready_nodes: set[str] = set()
@@ -209,6 +218,8 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
         _bump(loaded, "controllerrevisions")
     for pod in objects.pods:
         await _load_pod(client, pod, uids, ready_nodes, loaded)
+    for name in defaults:  # only now: the pods loaded without a class keep the priority they had
+        await client.patch(PRIORITY_CLASSES, name, {"globalDefault": True}, patch_type="merge")
     return loaded
 
 
@@ -219,7 +230,8 @@ async def _load_pod(client: Client, pod: Obj, uids: Mapping[str, str], ready_nod
     owners = _remapped_owners(pod, uids)
     terminating = bool(md.get("deletionTimestamp"))
     phase = (pod.get("status") or {}).get("phase")
-    if (not node and not owners) or (terminating and node in ready_nodes) or (
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if (not node and not owners and not nominated) or (terminating and node in ready_nodes) or (
             terminating and phase in ("Succeeded", "Failed")):
         loaded.skipped_pods += 1
         return

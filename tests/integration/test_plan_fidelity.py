@@ -113,7 +113,7 @@ async def _observe(snapshot: ClusterObjects) -> Copied:
 
 @pytest.fixture(scope="module")
 def snapshot() -> ClusterObjects:
-    return rs.realistic_dump(run_virtual(pc.virtual_dump()))
+    return rs.realistic_dump(run_virtual(rs.virtual_dump()))
 
 
 @pytest.fixture(scope="module")
@@ -160,10 +160,19 @@ def test_the_copy_keeps_what_the_snapshot_says_of_its_nodes(snapshot: ClusterObj
 
 
 def test_the_copy_keeps_its_pods_as_the_snapshot_has_them(snapshot: ClusterObjects, copied: Copied) -> None:
+    """Status, node and priority (``web-old`` keeps the 0 it had before the cluster got a default
+    class); a pod the scheduler nominated is bound where it preempted, as it will be."""
+    nominated = {_key(p): p["status"]["nominatedNodeName"] for p in snapshot.pods
+                 if not p["spec"].get("nodeName") and (p.get("status") or {}).get("nominatedNodeName")}
+    assert nominated == {f"{pc.APPS}/urgent": rs.NOMINATED}
     expected = {_key(p): pod_view(p) for p in snapshot.pods}
+    assert expected[f"{pc.APPS}/web-old"]["priority"] == 0 and expected[f"{pc.APPS}/web-new"]["priority"] == 1000
     for objects, _ in copied.states:
         got = {_key(p): pod_view(p) for p in objects.pods}
         assert set(got) == set(expected)
+        for key, node in nominated.items():
+            assert (got[key]["node"], got[key]["priority"]) == (node, expected[key]["priority"])
+            got[key] = expected[key]
         diff = {k: {f: (v, got[k][f]) for f, v in want.items() if got[k][f] != v}
                 for k, want in expected.items() if got[k] != want}
         assert not diff

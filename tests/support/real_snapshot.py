@@ -26,6 +26,12 @@ would have written on top — each edit is the one upstream's component makes:
   taint by now;
 * pods of the agent as real kubelets leave them: ``NOT_READY_POD`` Running but not Ready (a
   failing readiness probe), ``CRASHING_POD`` in CrashLoopBackOff.
+
+Built live in the cluster, before it is dumped (:func:`virtual_dump`): a ``globalDefault``
+PriorityClass added after one application pod was created (``web-old`` keeps priority 0, as
+in a cluster, ``web-new`` got the default's 1000), and a ``high`` class; then, in the dump, a
+``high`` pod the scheduler has nominated to ``NOMINATED`` after preempting there (its victim gone,
+``status.nominatedNodeName`` set, not bound yet).
 """
 
 from __future__ import annotations
@@ -57,6 +63,12 @@ PID_PRESSURE = "worker-8"
 KUBELET_NOT_READY = "worker-9"
 NOT_READY_POD = "worker-10"
 CRASHING_POD = "worker-11"
+
+NOMINATED = "worker-12"
+DEFAULT_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "apps-default"},
+                 "value": 1000, "globalDefault": True}
+HIGH_CLASS = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+              "value": 500000}
 
 PRESSURES = {MEMORY_PRESSURE: ("MemoryPressure", "KubeletHasInsufficientMemory",
                                "kubelet has insufficient memory available"),
@@ -183,9 +195,49 @@ def realistic(objects: ClusterObjects) -> ClusterObjects:
                 "message": f"back-off 2m40s restarting failed container=agent pod={pod['metadata']['name']}"}},
                 lastState={"terminated": {"exitCode": 1, "reason": "Error", "startedAt": _at(now - 100),
                                           "finishedAt": _at(now - 99), "containerID": cs["containerID"]}})
+    out.pods.append(_nominated(next(p for p in out.pods if p["metadata"]["name"] == "web-new"), _at(now - 2)))
     for obj in iter_objects(out):
         obj["metadata"].pop("managedFields", None)  # kubectl get -o yaml leaves them out
     return out
+
+
+def _nominated(like: Obj, at: str) -> Obj:
+    """A ``high`` pod as the scheduler leaves it after preempting for it on ``NOMINATED``: not bound,
+    ``PodScheduled=False`` with the scheduler's message, ``nominatedNodeName`` set."""
+    pod = orjson.loads(orjson.dumps(like))
+    md = pod["metadata"]
+    md.update(name="urgent", uid="0e5d1c2a-0000-4000-8000-00000000a11a", creationTimestamp=at)
+    spec = pod["spec"]
+    spec.pop("nodeName")
+    spec.update(priorityClassName="high", priority=HIGH_CLASS["value"])
+    spec["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    pod["status"] = {"phase": "Pending", "qosClass": "Burstable", "nominatedNodeName": NOMINATED, "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastProbeTime": None,
+         "lastTransitionTime": at,
+         "message": "0/20 nodes are available: 20 Insufficient cpu. preemption: 0/20 nodes are available: "
+                    "19 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."}]}
+    return pod
+
+
+async def virtual_dump() -> ClusterObjects:
+    """The plan cluster built in virtual time with the priority cases, read back as a dump holds it."""
+    import asyncio
+
+    from everynode.product.cluster import Cluster
+    from everynode.product.clusterdump import read_live
+
+    async with Cluster(nodes=pc.NODES, control_planes=0, pod_startup=2.0, virtual_time=True) as cluster:
+        client = cluster.client
+        await pc.build(client, sleep=asyncio.sleep)
+        classes = "priorityclasses.scheduling.k8s.io"
+        await client.create("pods", pc.pod("web-old", "worker-13", cpu="200m"))
+        await client.create(classes, DEFAULT_CLASS)
+        await client.create(classes, HIGH_CLASS)
+        await client.create("pods", pc.pod("web-new", "worker-14", cpu="200m"))
+        while any((p.get("status") or {}).get("phase") != "Running"
+                  for p in (await client.list("pods", namespace=pc.APPS))["items"]):
+            await asyncio.sleep(0.5)
+        return await read_live(client)
 
 
 def as_kubectl_yaml(objects: ClusterObjects) -> str:
