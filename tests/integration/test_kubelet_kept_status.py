@@ -1,6 +1,7 @@
 """A node whose simulated kubelet keeps its status (``everynode.io/node-status: kept``, how
 ``plan`` loads a cluster's nodes) stays under the pressure it reports — the node lifecycle
-controller keeps its taint — while a node without it is reported healthy, as ``everynode up``'s nodes are (virtual time,
+controller keeps its taint, the kubelet refuses the pods upstream's eviction manager refuses —
+while a node without it is reported healthy, as ``everynode up``'s nodes are (virtual time,
 modelled heartbeats, past the kubelet's 5-minute status report)."""
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ def _cond(node: Obj, type_: str) -> Obj:
 
 def _taints(node: Obj) -> set[tuple[str, str]]:
     return {(t["key"], t["effect"]) for t in (node.get("spec") or {}).get("taints") or ()}
+
+
+def _pod(name: str, node: str, **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "app:1"}], **spec}}
 
 
 async def _pressure(client: Any, node: str, type_: str, reason: str) -> None:
@@ -52,3 +58,28 @@ def test_a_kept_node_stays_under_pressure_and_a_simulated_one_is_healed() -> Non
 
     run_virtual(main())
 
+
+def test_the_kubelet_of_a_kept_node_under_disk_pressure_refuses_pods_that_are_not_critical() -> None:
+    async def main() -> None:
+        async with Cluster(nodes=2, control_planes=0, virtual_time=True) as cluster:
+            client = cluster.client
+            await client.patch("nodes", KEPT_NODE, {"metadata": {"annotations": {NODE_STATUS_ANNOTATION: KEPT}}})
+            for node in (KEPT_NODE, HEALTHY_NODE):
+                await _pressure(client, node, "DiskPressure", "KubeletHasDiskPressure")
+            await asyncio.sleep(1)
+            await client.create("pods", _pod("refused", KEPT_NODE))
+            await client.create("pods", _pod("critical", KEPT_NODE, priorityClassName="system-node-critical"))
+            await client.create("pods", _pod("elsewhere", HEALTHY_NODE))
+            await asyncio.sleep(5)
+            refused = await client.get("pods", "refused", namespace="default")
+            assert {k: refused["status"].get(k) for k in ("phase", "reason", "message")} == {
+                "phase": "Failed", "reason": "Evicted", "message": "Pod was rejected: The node had condition: "
+                                                                   "[DiskPressure]. "}
+            assert "containerStatuses" not in refused["status"]
+            for name in ("critical", "elsewhere"):
+                assert (await client.get("pods", name, namespace="default"))["status"]["phase"] == "Running"
+            events = (await client.list("events", namespace="default",
+                                        field_selector="involvedObject.name=refused"))["items"]
+            assert [(e["type"], e["reason"]) for e in events] == [("Warning", "Evicted")]
+
+    run_virtual(main())

@@ -177,3 +177,71 @@ def test_the_copy_keeps_its_pods_as_the_snapshot_has_them(snapshot: ClusterObjec
                 for k, want in expected.items() if got[k] != want}
         assert not diff
 
+
+def _agent_not_critical() -> Obj:
+    """The change, for an agent that is not critical, with room to replace every node at once."""
+    change = pc.change()
+    del change["spec"]["template"]["spec"]["priorityClassName"]
+    change["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = pc.NODES
+    return change
+
+
+def _without_pod_names(text: str) -> str:
+    return re.sub(rf"\b{pc.NAME}-[a-z0-9]{{5}}\b", f"{pc.NAME}-<pod>", text)
+
+
+def test_the_plan_keeps_the_pressure_the_cluster_reports(snapshot: ClusterObjects) -> None:
+    """Memory pressure admits the agent (Burstable, and it tolerates the taint), so the node under
+    it is updated and stays under pressure, tainted; disk and PID pressure refuse it (it is not
+    critical): those nodes block the rollout with the code and message ``why`` gives for a dump
+    in which the cluster's kubelet refused the pod."""
+    from everynode.kubelet.admission import rejected_status
+    from everynode.product.plan import PlanOptions, _apply_change, plan
+
+    change = _agent_not_critical()
+    answer = plan(snapshot, change, PlanOptions(pod_startup=5.0)).to_json()
+    updated = {n for w in answer["waves"] for n in w["nodes"]}
+    assert rs.MEMORY_PRESSURE in updated and not {rs.DISK_PRESSURE, rs.PID_PRESSURE} & updated
+    blocked = {b["node"]: (b["code"], _without_pod_names(b["message"])) for b in answer["blocked"]
+               if b["node"] in (rs.DISK_PRESSURE, rs.PID_PRESSURE)}
+
+    refused = rs.realistic_dump(run_virtual(rs.virtual_dump()))  # the same cluster, its kubelets refusing
+    for pod in refused.pods:
+        node = pod["spec"].get("nodeName")
+        if node in rs.PRESSURES and node != rs.MEMORY_PRESSURE and pod["metadata"]["labels"].get("app") == pc.NAME:
+            pod["status"] = {**pod["status"], **rejected_status(
+                f"The node had condition: [{rs.PRESSURES[node][0]}]. ")}
+    ds = refused.daemonset(pc.NAME, pc.NS)
+    assert ds is not None
+    said = {nv.node: (nv.reasons[0].code, _without_pod_names(nv.reasons[0].message))
+            for nv in explain(ds, refused, now=snapshot_time(refused)).nodes if nv.node in blocked}
+    assert blocked == said and {code for code, _ in blocked.values()} == {"FailedBackoff"}
+    assert "Evicted: Pod was rejected: The node had condition: [DiskPressure]. " in blocked[rs.DISK_PRESSURE][1]
+
+    async def rolled_out() -> Obj:
+        async with running_copy(snapshot, namespace=pc.NS, pod_startup=5.0) as copy:
+            await _apply_change(copy.plane.client, change, snapshot.daemonset(pc.NAME, pc.NS), pc.NS)
+            await asyncio.sleep(answer["simulated_seconds"] + 60)
+            return dict(await copy.plane.client.get("nodes", rs.MEMORY_PRESSURE))
+
+    node = run_virtual(rolled_out(), start=snapshot_time(snapshot))
+    assert node_view(node) == node_view(next(n for n in snapshot.nodes if n["metadata"]["name"] == rs.MEMORY_PRESSURE))
+
+
+def test_what_the_copy_leaves_out_changes_no_answer_on_a_real_cluster(snapshot: ClusterObjects) -> None:
+    """The lean copy (no idle controllers, no unread Events, modelled heartbeats, no adoption
+    write of a kept status) and the full one give the same trace on the realistic snapshot: with
+    the critical agent, and with one that the pressured kubelets refuse again and again.  (Only
+    the names the API server generates for the replacement pods differ: the full copy's Leases
+    draw uids from the same seeded generator first.)"""
+    from everynode.product.plan import PlanOptions, plan
+
+    def traced(change: Obj, full: bool) -> Obj:
+        trace = plan(snapshot, change, PlanOptions(pod_startup=5.0, trace=True, full_copy=full)).trace
+        assert trace is not None and trace["steps"]
+        for entry in trace["answer"]["blocked"]:
+            entry["message"] = _without_pod_names(entry["message"])
+        return trace
+
+    for change in (pc.change(), _agent_not_critical()):
+        assert traced(change, False) == traced(change, True)
