@@ -31,19 +31,21 @@ def _pod(name: str, node: str, **spec: Any) -> Obj:
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "app:1"}], **spec}}
 
 
-async def _pressure(client: Any, node: str, type_: str, reason: str) -> None:
-    await client.patch("nodes", node, {"status": {"conditions": [
-        {"type": type_, "status": "True", "reason": reason, "message": f"kubelet has {type_}"}]}},
-        patch_type="strategic", subresource="status")
+async def _under_pressure(client: Any, type_: str, reason: str) -> None:
+    """Both nodes report ``type_`` (written as their kubelets would); only ``KEPT_NODE``'s kubelet
+    keeps what its node says."""
+    await client.patch("nodes", KEPT_NODE, {"metadata": {"annotations": {NODE_STATUS_ANNOTATION: KEPT}}})
+    for node in (KEPT_NODE, HEALTHY_NODE):
+        await client.patch("nodes", node, {"status": {"conditions": [
+            {"type": type_, "status": "True", "reason": reason, "message": f"kubelet has {type_}"}]}},
+            patch_type="strategic", subresource="status")
 
 
 def test_a_kept_node_stays_under_pressure_and_a_simulated_one_is_healed() -> None:
     async def main() -> None:
         async with Cluster(nodes=2, control_planes=0, virtual_time=True) as cluster:
             client = cluster.client
-            await client.patch("nodes", KEPT_NODE, {"metadata": {"annotations": {NODE_STATUS_ANNOTATION: KEPT}}})
-            for node in (KEPT_NODE, HEALTHY_NODE):
-                await _pressure(client, node, "MemoryPressure", "KubeletHasInsufficientMemory")
+            await _under_pressure(client, "MemoryPressure", "KubeletHasInsufficientMemory")
             await asyncio.sleep(5)
             for node in (KEPT_NODE, HEALTHY_NODE):
                 assert ("node.kubernetes.io/memory-pressure", "NoSchedule") in _taints(await client.get("nodes", node))
@@ -63,9 +65,7 @@ def test_the_kubelet_of_a_kept_node_under_disk_pressure_refuses_pods_that_are_no
     async def main() -> None:
         async with Cluster(nodes=2, control_planes=0, virtual_time=True) as cluster:
             client = cluster.client
-            await client.patch("nodes", KEPT_NODE, {"metadata": {"annotations": {NODE_STATUS_ANNOTATION: KEPT}}})
-            for node in (KEPT_NODE, HEALTHY_NODE):
-                await _pressure(client, node, "DiskPressure", "KubeletHasDiskPressure")
+            await _under_pressure(client, "DiskPressure", "KubeletHasDiskPressure")
             await asyncio.sleep(1)
             await client.create("pods", _pod("refused", KEPT_NODE))
             await client.create("pods", _pod("critical", KEPT_NODE, priorityClassName="system-node-critical"))
