@@ -58,7 +58,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
@@ -70,9 +70,12 @@ from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_
 from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
-from everynode.product.plan_load import LoadError, load_snapshot, node_copy
+from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
 from everynode.product.why import EVENT_REASONS, Explanation, explain
+
+if TYPE_CHECKING:
+    from everynode.product.controlplane import ControlPlane
 
 Obj = dict[str, Any]
 
@@ -555,8 +558,8 @@ class Copy:
     """The running copy of a cluster: its control plane (client, informers, clock) and what
     :func:`~everynode.product.plan_load.load_snapshot` loaded into it."""
 
-    plane: Any
-    loaded: Any
+    plane: ControlPlane
+    loaded: Loaded
 
 
 @contextlib.asynccontextmanager
