@@ -55,10 +55,10 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
@@ -70,9 +70,12 @@ from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_
 from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
-from everynode.product.plan_load import LoadError, load_snapshot, node_copy
+from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
 from everynode.product.why import EVENT_REASONS, Explanation, explain
+
+if TYPE_CHECKING:
+    from everynode.product.controlplane import ControlPlane
 
 Obj = dict[str, Any]
 
@@ -114,7 +117,8 @@ class PlanOptions:
     max_simulated_seconds: float = MAX_SIMULATED_SECONDS
     trace: bool = False
     # The copy runs and writes everything a cluster would (the IDLE controllers, the Events
-    # nobody reads): only for the test that proves leaving them out changes no answer.
+    # nobody reads, every heartbeat): only for the test that proves leaving them out changes no
+    # answer.
     full_copy: bool = False
 
 
@@ -423,6 +427,13 @@ class RolloutRecorder:
             t.had_available = t.ready and self._available(t, now)
         return {name: self.node_state(self.nodes[name]) for name in sorted(self.nodes)}
 
+    def catch_up(self) -> None:
+        """Close the step of an earlier instant that no event since has closed: the no-progress
+        wait counts from the last change, which a step records when it closes (else it would count
+        from the change before, and end sooner when nothing else happens, as with modelled
+        heartbeats, than when heartbeats are written)."""
+        self._advance()
+
     def finish(self) -> None:
         self._close_step()
 
@@ -526,45 +537,6 @@ def _failure_plan(options: PlanOptions, candidates: list[str], known: set[str], 
     return list(zip(times, names, strict=True))
 
 
-async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:
-    """Run the plan on the running virtual-time loop (see :func:`plan`)."""
-    from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
-    from everynode.virtualtime import virtual_clock
-
-    wall0 = time.perf_counter()
-    phases = _Phases()
-    md = change.get("metadata") or {}
-    name = md.get("name") or ""
-    namespace = md.get("namespace") or "default"
-    existing = objects.daemonset(name, namespace)
-    startup, source = _startup(options, existing, objects)
-    clock = virtual_clock()
-    before = explain(existing, objects, now=clock.now()) if existing is not None else None
-    extra = like_nodes(objects, options.like, options.add_nodes) if options.add_nodes and options.like else []
-
-    config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=startup,
-                                disable=frozenset(DISABLED if options.full_copy else DISABLED + IDLE), heartbeats="modelled",
-                                event_reasons=None if options.full_copy else EVENT_REASONS)
-    plane = ControlPlane(config, clock=clock)
-    loaded_box: list[Any] = []
-
-    async def seed(client: Any) -> None:
-        phases.end("prepare")
-        loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
-        phases.end("load")
-
-    try:
-        await plane.start(seed=seed)
-    except LoadError as e:
-        await plane.stop()
-        raise PlanError(f"error: {e}") from None
-    try:
-        return await _run(plane, objects, change, options, existing=existing, before=before, extra=extra,
-                          startup=startup, source=source, loaded=loaded_box[0], wall0=wall0, phases=phases)
-    finally:
-        await plane.stop()
-
-
 class _Phases:
     """Wall and CPU seconds per phase (:attr:`PlanResult.wall_phases`): ``end(name)`` closes the
     phase ``name``, which ran since the previous ``end`` (or since this object was made)."""
@@ -579,6 +551,67 @@ class _Phases:
         self.wall[name] = self.wall.get(name, 0.0) + now[0] - self._last[0]
         self.cpu[name] = self.cpu.get(name, 0.0) + now[1] - self._last[1]
         self._last = now
+
+
+@dataclass
+class Copy:
+    """The running copy of a cluster: its control plane (client, informers, clock) and what
+    :func:`~everynode.product.plan_load.load_snapshot` loaded into it."""
+
+    plane: ControlPlane
+    loaded: Loaded
+
+
+@contextlib.asynccontextmanager
+async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: float, full_copy: bool = False,
+                       phases: _Phases | None = None) -> AsyncIterator[Copy]:
+    """The snapshot ``objects`` loaded into an in-memory control plane on the running virtual-time
+    loop, its components started and settled (``SETTLE_SECONDS``): the copy as it stands before
+    a change is applied.  Stopped on exit."""
+    from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
+    from everynode.virtualtime import virtual_clock
+
+    phases = phases if phases is not None else _Phases()
+    config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=pod_startup,
+                                disable=frozenset(DISABLED if full_copy else DISABLED + IDLE),
+                                heartbeats="writes" if full_copy else "modelled",
+                                event_reasons=None if full_copy else EVENT_REASONS)
+    plane = ControlPlane(config, clock=virtual_clock())
+    loaded_box: list[Any] = []
+
+    async def seed(client: Any) -> None:
+        phases.end("prepare")
+        loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
+        phases.end("load")
+
+    try:
+        try:
+            await plane.start(seed=seed)
+        except LoadError as e:
+            raise PlanError(f"error: {e}") from None
+        await asyncio.sleep(SETTLE_SECONDS)
+        yield Copy(plane, loaded_box[0])
+    finally:
+        await plane.stop()
+
+
+async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:
+    """Run the plan on the running virtual-time loop (see :func:`plan`)."""
+    from everynode.virtualtime import virtual_clock
+
+    wall0 = time.perf_counter()
+    phases = _Phases()
+    md = change.get("metadata") or {}
+    name = md.get("name") or ""
+    namespace = md.get("namespace") or "default"
+    existing = objects.daemonset(name, namespace)
+    startup, source = _startup(options, existing, objects)
+    before = explain(existing, objects, now=virtual_clock().now()) if existing is not None else None
+    extra = like_nodes(objects, options.like, options.add_nodes) if options.add_nodes and options.like else []
+    async with running_copy(objects, namespace=namespace, pod_startup=startup, full_copy=options.full_copy,
+                            phases=phases) as copy:
+        return await _run(copy.plane, objects, change, options, existing=existing, before=before, extra=extra,
+                          startup=startup, source=source, loaded=copy.loaded, wall0=wall0, phases=phases)
 
 
 def _startup(options: PlanOptions, existing: Obj | None, objects: ClusterObjects) -> tuple[float, str]:
@@ -615,7 +648,6 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
     loop = asyncio.get_running_loop()
     client = plane.client
     clock = plane.clock
-    await asyncio.sleep(SETTLE_SECONDS)
 
     spec = change.get("spec") or {}
     strategy = spec.get("updateStrategy") or {}
@@ -677,6 +709,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
     deadline = t0 + options.max_simulated_seconds
     stalled_after: float | None = None
     while not rec.done.is_set():
+        rec.catch_up()
         horizon_end = max(rec.last_change + stall, t0 + (failures[-1][0] if failures else 0) + stall)
         wait = min(horizon_end, deadline) - loop.time()
         if wait <= 0:
@@ -766,5 +799,5 @@ def read_change(path: Path) -> Obj:
     return ds
 
 
-__all__ = ["PlanError", "PlanOptions", "PlanResult", "RolloutRecorder", "estimate_startup", "plan", "read_change",
-           "simulate", "snapshot_time"]
+__all__ = ["Copy", "PlanError", "PlanOptions", "PlanResult", "RolloutRecorder", "estimate_startup", "plan", "read_change",
+           "running_copy", "simulate", "snapshot_time"]

@@ -134,9 +134,11 @@ def test_the_same_plan_twice_gives_the_same_trace(files: dict[str, Path]) -> Non
 
 
 def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> None:
-    """The copy writes no Events its answer does not read and runs no controller that would have
-    nothing to do: the trace, answer included, is the same as with every controller and write a
-    cluster has — with the preemption and the stuck node, and with node failures."""
+    """The copy writes no Events its answer does not read, no heartbeat (Lease renewals, status
+    reports that change nothing but heartbeat times: modelled) and runs no controller that would
+    have nothing to do: the trace, answer included, is the same as with every controller and
+    write a cluster has — with the preemption and the stuck node, and with node failures (whose
+    NotReady comes at the same instant from written heartbeats as from the model)."""
     def traced(full_copy: bool, **failures: Any) -> dict[str, Any]:
         result = plan(objects, pc.change(), PlanOptions(pod_startup=S, trace=True, full_copy=full_copy, **failures))
         assert result.trace is not None
