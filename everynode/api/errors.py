@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api.field import FieldError, aggregate
+from everynode.api.field_errors import FieldError, aggregate
 
 
 class ApiError(Exception):

@@ -5,7 +5,7 @@ releases moved some of these to ``pkg/api/validate/content`` without changing th
 reproduce, except the qualified-name "too many slashes" text, kept here in its v1.33 form).
 
 Each checker returns a list of *detail* strings, empty when the value is valid.  Callers wrap
-each detail in a :class:`~everynode.api.field.FieldError` with the path they know; that split is
+each detail in a :class:`~everynode.api.field_errors.FieldError` with the path they know; that split is
 upstream's, and it is what makes the same texts reappear under many field paths.  Note the
 examples in the messages are joined with ``',  or '`` (two spaces): upstream's ``RegexError``
 appends ``"', "`` after each example and ``" or "`` before the next one.

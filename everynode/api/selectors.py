@@ -13,19 +13,20 @@ every controller.  Requirements are kept sorted by key, as upstream does, so ``s
 canonical form and equal selectors compare equal.
 
 Label keys/values are validated with the apimachinery 1.33 messages (``IsQualifiedName``,
-``IsValidLabelValue``); :func:`label_key_errors` / :func:`label_value_errors` expose them for the
-validation package.
+``IsValidLabelValue`` of :mod:`everynode.api.names`, cached here); :func:`label_key_errors` /
+:func:`label_value_errors` expose them for the validation package.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
-from everynode.api.field import FieldError, aggregate, invalid, not_supported, render_value
+from everynode.api.field_errors import FieldError, aggregate, invalid, not_supported, render_value
+from everynode.api.names import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "SelectorError",
@@ -42,7 +43,10 @@ __all__ = [
     "escape_field_value",
     "label_key_errors",
     "label_value_errors",
+    "selecting",
 ]
+
+_T = TypeVar("_T")
 
 
 class SelectorError(ValueError):
@@ -62,34 +66,6 @@ class SelectorError(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def _regex_error(msg: str, regex: str, *examples: str) -> str:
-    # Upstream RegexError, including its double space before each " or ".
-    if not examples:
-        return f"{msg} (regex used for validation is '{regex}')"
-    shown = "".join((" or " if i else "") + f"'{e}', " for i, e in enumerate(examples))
-    return f"{msg} (e.g. {shown}regex used for validation is '{regex}')"
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-              "with an alphanumeric character")
-_QNAME_RE = re.compile(f"^{_QNAME_FMT}$")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                          "characters, '-' or '.', and must start and end with an alphanumeric character")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_LABEL_VALUE_FMT = f"({_QNAME_FMT})?"
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
-                    "'-', '_' or '.', and must start and end with an alphanumeric character")
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_EMPTY_ERROR = "must be non-empty"
-
-
 def label_key_errors(key: str) -> list[str]:
     """Upstream ``IsQualifiedName``: ``[prefix/]name``, prefix a DNS-1123 subdomain, name ≤ 63."""
     return list(_key_errors(key))
@@ -100,43 +76,16 @@ def label_value_errors(value: str) -> list[str]:
     return list(_value_errors(value))
 
 
-# Keys and values repeat endlessly (every DaemonSet, every pod template), so validation is cached.
+# Keys and values repeat endlessly (every DaemonSet, every pod template), so the checks of
+# everynode.api.names are cached here.
 @lru_cache(maxsize=4096)
 def _key_errors(key: str) -> tuple[str, ...]:
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part " + _EMPTY_ERROR)
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part " + _max_len_error(253))
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append("prefix part " + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT,
-                                                          "example.com"))
-    else:
-        return ("a qualified name " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
-    if not name:
-        errs.append("name part " + _EMPTY_ERROR)
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
-    return tuple(errs)
+    return tuple(is_qualified_name(key))
 
 
 @lru_cache(maxsize=4096)
 def _value_errors(value: str) -> tuple[str, ...]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return tuple(errs)
+    return tuple(is_valid_label_value(value))
 
 
 _INT64_RE = re.compile(r"^[+-]?[0-9]+$")
@@ -394,6 +343,22 @@ def label_selector_from_dict(sel: Mapping[str, Any] | None) -> LabelSelector:
         reqs.append(new_requirement(expr.get("key") or "", op, expr.get("values") or ()))
     return LabelSelector(reqs)
 
+
+
+def selecting(candidates: Iterable[_T], labels: Mapping[str, str] | None,
+              selector_of: Callable[[_T], LabelSelector | None]) -> list[_T]:
+    """The candidates whose selector selects ``labels``: upstream's controller look-ups by
+    labels (``GetPodReplicaSets``, ``GetDeploymentsForReplicaSet``, ``GetPodDaemonSets``,
+    ``GetHistoryDaemonSets``).  An object without labels is selected by none, and a selector
+    that is empty (or None: missing or not convertible) selects nothing, not everything."""
+    if not labels:
+        return []
+    found = []
+    for candidate in candidates:
+        selector = selector_of(candidate)
+        if selector is not None and not selector.empty and selector.matches(labels):
+            found.append(candidate)
+    return found
 
 def _go_quote(value: Any) -> str:
     if value is None:

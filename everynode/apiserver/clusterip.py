@@ -54,7 +54,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 
 DEFAULT_SERVICE_CIDR = "10.96.0.0/12"
 HEADLESS = "None"

@@ -42,7 +42,7 @@ import yaml
 from aiohttp import web
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.builtin_kinds import DEPRECATED
 from everynode.api.impersonation import impersonate
 from everynode.api.names import name_is_path_segment
@@ -645,9 +645,7 @@ class ApiHttp:
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
-            aclose = getattr(batches, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await batches.aclose()
         try:
             await response.write_eof()
         except (ConnectionResetError, ConnectionError):

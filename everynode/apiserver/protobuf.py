@@ -90,6 +90,8 @@ BINDING: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("target", "msg", 
 
 # Workloads (apps/v1, autoscaling/v1): what ``kubectl create deployment`` and the typed clients
 # send — the pod template's common fields (field numbers from core/v1 and apps/v1 generated.proto).
+# The one pod template of every kind that carries one (Deployment, ReplicaSet, Job, and CronJob in
+# protobuf_builtin.py).
 LABEL_SELECTOR: Table = {
     1: ("matchLabels", "map_ss", None, ""),
     2: ("matchExpressions", "msg", {1: ("key", "str", None, ""), 2: ("operator", "str", None, ""),
@@ -99,11 +101,12 @@ CONTAINER_PORT: Table = {
     1: ("name", "str", None, ""), 2: ("hostPort", "int", None, ""), 3: ("containerPort", "int", None, ""),
     4: ("protocol", "str", None, ""), 5: ("hostIP", "str", None, ""),
 }
+RESOURCE_REQUIREMENTS: Table = {1: ("limits", "map_sq", None, ""), 2: ("requests", "map_sq", None, "")}
 CONTAINER: Table = {
     1: ("name", "str", None, ""), 2: ("image", "str", None, ""), 3: ("command", "str", None, "rep"),
     4: ("args", "str", None, "rep"), 5: ("workingDir", "str", None, ""), 6: ("ports", "msg", CONTAINER_PORT, "rep"),
     7: ("env", "msg", {1: ("name", "str", None, ""), 2: ("value", "str", None, "")}, "rep"),
-    8: ("resources", "msg", {1: ("limits", "map_sq", None, ""), 2: ("requests", "map_sq", None, "")}, ""),
+    8: ("resources", "msg", RESOURCE_REQUIREMENTS, ""),
     13: ("terminationMessagePath", "str", None, ""), 14: ("imagePullPolicy", "str", None, ""),
     16: ("stdin", "bool", None, ""), 17: ("stdinOnce", "bool", None, ""), 18: ("tty", "bool", None, ""),
     20: ("terminationMessagePolicy", "str", None, ""),
@@ -115,7 +118,8 @@ POD_SPEC: Table = {
     8: ("serviceAccountName", "str", None, ""), 9: ("serviceAccount", "str", None, ""),
     10: ("nodeName", "str", None, ""),
     11: ("hostNetwork", "bool", None, ""), 12: ("hostPID", "bool", None, ""), 13: ("hostIPC", "bool", None, ""),
-    14: ("securityContext", "msg", {}, ""), 16: ("hostname", "str", None, ""), 17: ("subdomain", "str", None, ""),
+    14: ("securityContext", "msg", {}, ""), 15: ("imagePullSecrets", "msg", LOCAL_OBJECT_REFERENCE, "rep"),
+    16: ("hostname", "str", None, ""), 17: ("subdomain", "str", None, ""),
     19: ("schedulerName", "str", None, ""), 20: ("initContainers", "msg", CONTAINER, "rep"),
     21: ("automountServiceAccountToken", "bool", None, "ptr"), 24: ("priorityClassName", "str", None, ""),
     25: ("priority", "int", None, "ptr"), 30: ("enableServiceLinks", "bool", None, "ptr"),

@@ -3,36 +3,15 @@
 
 Why apart from :mod:`everynode.apiserver.protobuf`: same reader, more tables; the numbers are
 upstream's ``generated.proto`` (``k8s.io/api/{batch,networking,scheduling,core}/v1``).  Only the
-fields the ``kubectl create`` generators can set are listed (a pod template's containers with
-their command, args, image, resources and pull policy; restart policy, service account, node
-selector); the reader skips unknown field numbers, as protobuf does.
+fields the ``kubectl create`` generators can set are listed; a CronJob's Job template is the Job's
+table of :mod:`everynode.apiserver.protobuf` (one pod template table for every kind), and the
+reader skips unknown field numbers, as protobuf does.
 """
 
 from __future__ import annotations
 
-from everynode.apiserver.protobuf import LOCAL_OBJECT_REFERENCE, OBJECT_META, Table
+from everynode.apiserver.protobuf import JOB_SPEC, OBJECT_META, Table
 
-RESOURCE_REQUIREMENTS: Table = {1: ("limits", "map_sq", None, ""), 2: ("requests", "map_sq", None, "")}
-CONTAINER: Table = {
-    1: ("name", "str", None, ""), 2: ("image", "str", None, ""), 3: ("command", "str", None, "rep"),
-    4: ("args", "str", None, "rep"), 5: ("workingDir", "str", None, ""),
-    8: ("resources", "msg", RESOURCE_REQUIREMENTS, ""), 13: ("terminationMessagePath", "str", None, ""),
-    14: ("imagePullPolicy", "str", None, ""), 20: ("terminationMessagePolicy", "str", None, ""),
-}
-POD_SPEC: Table = {
-    2: ("containers", "msg", CONTAINER, "rep"), 3: ("restartPolicy", "str", None, ""),
-    4: ("terminationGracePeriodSeconds", "int", None, "ptr"), 6: ("dnsPolicy", "str", None, ""),
-    7: ("nodeSelector", "map_ss", None, ""), 8: ("serviceAccountName", "str", None, ""),
-    10: ("nodeName", "str", None, ""), 11: ("hostNetwork", "bool", None, ""),
-    15: ("imagePullSecrets", "msg", LOCAL_OBJECT_REFERENCE, "rep"), 19: ("schedulerName", "str", None, ""),
-    20: ("initContainers", "msg", CONTAINER, "rep"),
-}
-POD_TEMPLATE_SPEC: Table = {1: ("metadata", "msg", OBJECT_META, ""), 2: ("spec", "msg", POD_SPEC, "")}
-JOB_SPEC: Table = {
-    1: ("parallelism", "int", None, "ptr"), 2: ("completions", "int", None, "ptr"),
-    3: ("activeDeadlineSeconds", "int", None, "ptr"), 6: ("template", "msg", POD_TEMPLATE_SPEC, ""),
-    7: ("backoffLimit", "int", None, "ptr"), 8: ("ttlSecondsAfterFinished", "int", None, "ptr"),
-}
 CRON_JOB: Table = {
     1: ("metadata", "msg", OBJECT_META, ""),
     2: ("spec", "msg", {

@@ -236,7 +236,7 @@ class ApiService:
                       field_selector: str | None = None, resource_version: str | None = None,
                       allow_bookmarks: bool = False, send_initial_events: bool | None = None,
                       timeout_seconds: float | None = None, resource_version_match: str | None = None
-                      ) -> AsyncIterator[watching.Batch]:
+                      ) -> watching.Batches:
         """:meth:`watch` in batches: each item is a non-empty list of the events that were ready
         together (in order), so that a transport can send them in one write.  Flattened, the
         batches are exactly :meth:`watch`'s events.  Errors are raised as in :meth:`watch`."""

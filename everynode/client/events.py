@@ -291,6 +291,7 @@ class RecorderStats:
     patched: int = 0
     dropped: int = 0
     skipped: int = 0  # refused by the spam filter
+    withheld: int = 0  # correlated, not written: a reason the recorder does not write
     failed: int = 0
     by_reason: collections.Counter[str] = field(default_factory=collections.Counter)
 
@@ -312,9 +313,14 @@ def object_reference(obj: Obj) -> Obj:
 
 class EventRecorder:
     def __init__(self, client: Any, *, component: str, host: str | None = None, clock: Clock | None = None,
-                 workers: int = 4, max_queued: int = DEFAULT_MAX_QUEUED, cache_size: int = MAX_LRU_ENTRIES) -> None:
+                 workers: int = 4, max_queued: int = DEFAULT_MAX_QUEUED, cache_size: int = MAX_LRU_ENTRIES,
+                 written_reasons: frozenset[str] | None = None) -> None:
+        """``written_reasons``: write only the events of these reasons (None: all).  Every event
+        is still correlated, so the spam filter and the aggregation of the written ones are what
+        they are when all are written (``plan``'s copy writes only what its answer reads)."""
         self.client = client
         self.component = component
+        self.written_reasons = written_reasons
         self.host = host
         self.clock = clock if clock is not None else Clock()
         self.cache_size = cache_size
@@ -366,6 +372,9 @@ class EventRecorder:
                                                             host=host), now=now)
         if result.skip:
             self.stats.skipped += 1
+            return
+        if self.written_reasons is not None and reason not in self.written_reasons:
+            self.stats.withheld += 1
             return
         assert result.event is not None and result.observation is not None
         queue.put_nowait(_Job(result.event, result.observation, result.patch))

@@ -3,13 +3,14 @@
 Upstream has no such object: every controller in ``pkg/controller`` repeats the same wiring —
 informers from a shared factory, handlers that enqueue keys, ``WaitForNamedCacheSync``, then
 ``wait.UntilWithContext(worker)`` per worker, ``queue.ShutDown()`` on the way out.  Here that
-wiring is written once, so that every controller, the scheduler and (next) the kubelet
+wiring is written once, so that every controller, the scheduler and the kubelet
 simulation start, stop and report idleness the same way; kopf's low-level kits (the
 orchestration under its engines) are the model for a kit that the component *holds* rather
 than a base class it inherits: a controller keeps its own constructor (keyword-only options, its
 client and clock), its own state and its own ``sync``, and hands the kit only what the kit runs.
 
-What a component gives its kit, in its constructor:
+What a component gives its kit, in its constructor (the kubelet simulation subscribes when it
+starts instead, see :mod:`everynode.kubelet.simulator`):
 
 * :meth:`ControllerKit.informer` — an informer from the shared factory that :meth:`start`
   waits for (``WaitForCacheSync``), and :meth:`ControllerKit.watch` — handlers on it, removed
@@ -19,11 +20,15 @@ What a component gives its kit, in its constructor:
   ``count`` workers running ``sync(key)`` through :func:`~everynode.client.workqueue.run_worker`
   (rate-limited retries, ``max_retries``, ``on_error``);
 * :meth:`ControllerKit.loop` — a background coroutine started after the caches synced (a health
-  monitor, a periodic pass, a backoff GC), and :meth:`ControllerKit.spawn` for tasks made while
-  running (in-flight binds): all cancelled by :meth:`stop`;
+  monitor, a periodic pass, a backoff GC, the simulated kubelets' writers), and
+  :meth:`ControllerKit.spawn` for tasks made while running (in-flight binds): all cancelled by
+  :meth:`stop`; :meth:`ControllerKit.idle_when` — work the component keeps outside a work queue
+  (the kubelet simulation's pending writes), which :meth:`wait_idle` also waits out;
 * :meth:`ControllerKit.on_synced` and :meth:`ControllerKit.on_stop` — hooks run once the caches
-  synced (upstream's "queue every leftover object" steps) and after the tasks ended (closing a
-  recorder or an informer factory the component owns).
+  synced (upstream's "queue every leftover object" steps, or an awaited first pass that
+  :meth:`start` returns after, such as the per-namespace controllers' one before the control
+  plane reports ready) and after the tasks ended (closing a recorder or an informer factory the
+  component owns).
 
 The kit is one-shot, as a controller is: :meth:`start` once, :meth:`stop` once (again is a
 no-op); to run again, build a new component.  Everything runs on the one asyncio loop; no
@@ -103,8 +108,9 @@ class ControllerKit:
         self._queues: list[WorkQueue] = []
         self._workers: list[Workers] = []
         self._loops: list[Loop] = []
-        self._on_synced: list[Hook] = []
+        self._on_synced: list[Hook | AsyncHook] = []
         self._on_stop: list[AsyncHook] = []
+        self._idle_checks: list[Callable[[], bool]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started = False
         self._stopped: asyncio.Event | None = None
@@ -112,10 +118,12 @@ class ControllerKit:
 
     # -- wiring (in the component's constructor) ------------------------------------------------
 
-    def informer(self, resource: str, *, namespace: str | None = None,
+    def informer(self, resource: str, *, namespace: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
-        """The shared informer of ``resource``; :meth:`start` waits until it has synced."""
-        inf = self.factory.informer(resource, namespace=namespace, indexers=indexers)
+        """The shared informer of ``resource`` (of the objects ``field_selector`` selects, when
+        given); :meth:`start` waits until it has synced."""
+        inf = self.factory.informer(resource, namespace=namespace, field_selector=field_selector,
+                                    indexers=indexers)
         if inf not in self._informers:
             self._informers.append(inf)
         return inf
@@ -145,9 +153,15 @@ class ControllerKit:
         """Run ``run()`` as a task from :meth:`start` (after the caches synced) to :meth:`stop`."""
         self._loops.append(Loop(run, name))
 
-    def on_synced(self, hook: Hook) -> None:
-        """Call ``hook()`` once the caches synced, before any worker or loop runs."""
+    def on_synced(self, hook: Hook | AsyncHook) -> None:
+        """Call ``hook()`` once the caches synced, before any worker or loop runs; a coroutine
+        hook is awaited (:meth:`start` returns after it)."""
         self._on_synced.append(hook)
+
+    def idle_when(self, check: Callable[[], bool]) -> None:
+        """Count the component idle only while ``check()`` is also true (work it keeps outside
+        a work queue)."""
+        self._idle_checks.append(check)
 
     def on_stop(self, hook: AsyncHook) -> None:
         """Await ``hook()`` at the end of :meth:`stop` (hooks run last registered first)."""
@@ -183,7 +197,9 @@ class ControllerKit:
         if self.wait_for_sync:
             await asyncio.gather(*(inf.wait_synced() for inf in self._informers))
         for hook in self._on_synced:
-            hook()
+            done = hook()
+            if done is not None:
+                await done
         for w in self._workers:
             for i in range(w.count):
                 self.spawn(run_worker(w.queue, w.sync, max_retries=w.max_retries, on_error=w.on_error),
@@ -229,8 +245,10 @@ class ControllerKit:
         await self._stopped.wait()
 
     def idle(self) -> bool:
-        """No key queued (delayed re-adds aside) or being processed, in any queue."""
-        return all(q.depth == 0 and q.processing == 0 for q in self._queues)
+        """No key queued (delayed re-adds aside) or being processed, in any queue, and every
+        :meth:`idle_when` check true."""
+        return all(q.depth == 0 and q.processing == 0 for q in self._queues) and \
+            all(check() for check in self._idle_checks)
 
     async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
         """Wait until :meth:`idle` holds for ``settle`` polls in a row (tests, benchmarks)."""

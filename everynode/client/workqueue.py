@@ -427,15 +427,3 @@ async def run_worker(queue: WorkQueue, sync: Callable[[Any], Awaitable[float | N
         finally:
             queue.done(key)
 
-
-async def wait_queue_idle(queue: WorkQueue, *, timeout: float = 10.0, settle: int = 3) -> None:
-    """Wait until no key of ``queue`` is queued or processing for ``settle`` polls in a row (a
-    controller's ``wait_idle``, for tests)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    quiet = 0
-    while quiet < settle:
-        await asyncio.sleep(0.005)
-        quiet = quiet + 1 if queue.depth == 0 and queue.processing == 0 else 0
-        if loop.time() > deadline:
-            raise TimeoutError(f"{queue.name} controller not idle: {queue!r}")

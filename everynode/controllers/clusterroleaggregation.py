@@ -13,14 +13,13 @@ with the queue's backoff.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from everynode.api.rbac_aggregation import FIELD_MANAGER, aggregated_rules, aggregation_selectors, rules_equal
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker, wait_queue_idle
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -30,44 +29,26 @@ Obj = dict[str, Any]
 CLUSTER_ROLES = "clusterroles.rbac.authorization.k8s.io"
 
 
-class ClusterRoleAggregationController:
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.info("clusterrole aggregation: %s: %s", key, exc)
+
+
+class ClusterRoleAggregationController(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock) -> None:
         self.client = client
         self.clock = clock
         self.syncs = 0
-        self._roles = informers.informer(CLUSTER_ROLES)
-        self.queue: WorkQueue = WorkQueue(name="clusterrole_aggregation")
-        self._handler = self._roles.add_handler(on_add=self._changed, on_update=lambda _old, new: self._changed(new),
-                                                on_delete=self._changed)
-        self._task: asyncio.Task[None] | None = None
+        self.kit = ControllerKit("clusterrole_aggregation", informers=informers)
+        self._roles = self.kit.informer(CLUSTER_ROLES)
+        self.queue = self.kit.queue()
+        self.kit.watch(self._roles, on_add=self._changed, on_update=lambda _old, new: self._changed(new),
+                       on_delete=self._changed)
+        self.kit.workers(self.queue, self.sync, on_error=_log_failure)
 
     def _changed(self, _role: Obj) -> None:
         for role in self._roles.list():
             if aggregation_selectors(role) is not None:
                 self.queue.add(role["metadata"]["name"])
-
-    async def start(self) -> None:
-        self._roles.start()
-        await self._roles.wait_synced()
-        self._task = asyncio.create_task(self._worker(), name="clusterrole-aggregation-controller")
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        self._handler.remove()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Wait until no role is queued or processing for ``settle`` polls in a row (tests)."""
-        await wait_queue_idle(self.queue, timeout=timeout, settle=settle)
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.info("clusterrole aggregation: %s: %s", key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     async def sync(self, name: str) -> None:
         """``syncClusterRole``."""

@@ -39,7 +39,6 @@ Left out: resetting a stale ``DisruptionTarget`` condition on pods that were nev
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -53,7 +52,7 @@ from everynode.api.selectors import SelectorError, label_selector_from_dict
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import NAMESPACE_INDEX, SharedInformerFactory, index_by_namespace
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -312,22 +311,26 @@ async def _get_owner(client: Client, resource: str, ref: Obj, namespace: str) ->
     return obj if (obj.get("metadata") or {}).get("uid") == ref.get("uid") else None
 
 
-class DisruptionController:
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.debug("PodDisruptionBudget %s: %s", key, exc)
+
+
+class DisruptionController(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  recorder: EventRecorder | None = None) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
-        self.pdbs = informers.informer("poddisruptionbudgets.policy")
-        self.pods = informers.informer("pods")
-        self.pdbs.add_indexers({NAMESPACE_INDEX: index_by_namespace})
-        self.pods.add_indexers({NAMESPACE_INDEX: index_by_namespace})
-        self.pdbs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
-                              on_delete=self._enqueue)
-        self.pods.add_handler(on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new),
-                              on_delete=self._pod_changed)
-        self.queue: WorkQueue = WorkQueue(name="disruption")
-        self._task: asyncio.Task[None] | None = None
+        self.kit = ControllerKit("disruption", informers=informers)
+        ns_index = {NAMESPACE_INDEX: index_by_namespace}
+        self.pdbs = self.kit.informer("poddisruptionbudgets.policy", indexers=ns_index)
+        self.pods = self.kit.informer("pods", indexers=ns_index)
+        self.queue = self.kit.queue()
+        self.kit.watch(self.pdbs, on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
+                       on_delete=self._enqueue)
+        self.kit.watch(self.pods, on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new),
+                       on_delete=self._pod_changed)
+        self.kit.workers(self.queue, self.sync, on_error=_log_failure)
         self.writes = 0
 
     def _enqueue(self, pdb: Obj) -> None:
@@ -339,30 +342,6 @@ class DisruptionController:
         for pdb in self.pdbs.by_index(NAMESPACE_INDEX, namespace):
             if pdb_selects(pdb, pod):
                 self._enqueue(pdb)
-
-    async def start(self) -> None:
-        self.pdbs.start()
-        self.pods.start()
-        await self.pdbs.wait_synced()
-        await self.pods.wait_synced()
-        self._task = asyncio.create_task(self._worker(), name="disruption-controller")
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def wait_idle(self) -> None:
-        while self.queue.len() or self.queue.processing:
-            await asyncio.sleep(0.01)
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.debug("PodDisruptionBudget %s: %s", key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     def pods_for(self, pdb: Obj) -> list[Obj]:
         namespace = (pdb.get("metadata") or {}).get("namespace") or ""

@@ -60,7 +60,7 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -199,26 +199,30 @@ def _job_uid_of_pod(pod: Obj) -> list[str]:
     return [str(ref.get("uid") or "")]
 
 
-class JobController:
+def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
+    log.debug("job %s: %s", key, exc)
+
+
+class JobController(ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  recorder: EventRecorder | None = None) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
-        self.jobs = informers.informer("jobs.batch")
-        self.pods = informers.informer("pods")
-        self.pods.add_indexers({JOB_UID_INDEX: _job_uid_of_pod})
-        self.jobs.add_handler(on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
-                              on_delete=self._job_deleted)
-        self.pods.add_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
         self.expectations = Expectations(clock=clock)
         self.backoff: dict[str, BackoffRecord] = {}
         self._written: dict[str, Obj] = {}
         self._finalizers_removed: dict[str, set[str]] = {}
-        self.queue: WorkQueue = WorkQueue(name="job")
-        self.orphans: WorkQueue = WorkQueue(name="job_orphan_pod")
-        self._task: asyncio.Task[None] | None = None
-        self._orphan_task: asyncio.Task[None] | None = None
+        self.kit = ControllerKit("job", informers=informers)
+        self.queue = self.kit.queue()
+        self.orphans = self.kit.queue("job_orphan_pod")
+        self.jobs = self.kit.informer("jobs.batch")
+        self.pods = self.kit.informer("pods", indexers={JOB_UID_INDEX: _job_uid_of_pod})
+        self.kit.watch(self.jobs, on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
+                       on_delete=self._job_deleted)
+        self.kit.watch(self.pods, on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+        self.kit.workers(self.queue, self.sync, on_error=_log_failure)
+        self.kit.workers(self.orphans, self.sync_orphan_pod)
 
     # -- events -----------------------------------------------------------------------------------
 
@@ -277,36 +281,6 @@ class JobController:
             if not pod["metadata"].get("deletionTimestamp"):
                 self.expectations.deletion_observed(key)
             self.queue.add(key)
-
-    # -- life cycle -------------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        self.jobs.start()
-        self.pods.start()
-        await self.jobs.wait_synced()
-        await self.pods.wait_synced()
-        self._task = asyncio.create_task(self._worker(), name="job-controller")
-        self._orphan_task = asyncio.create_task(run_worker(self.orphans, self.sync_orphan_pod),
-                                                name="job-controller-orphans")
-
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        self.orphans.shutdown()
-        for task in (self._task, self._orphan_task):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        self._task = self._orphan_task = None
-
-    async def wait_idle(self) -> None:
-        while self.queue.len() or self.queue.processing or self.orphans.len() or self.orphans.processing:
-            await asyncio.sleep(0.01)
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, _retried: bool) -> None:
-            log.debug("job %s: %s", key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
 
     # -- one pass ---------------------------------------------------------------------------------
 

@@ -11,21 +11,21 @@ says which resource and name, what the object should be, and whether a found one
 The owned objects are watched through a ``metadata.name`` field selector: upstream's informers
 watch every ServiceAccount and ConfigMap, which these controllers only ever look at one name of.
 
-``start`` makes a first pass over every namespace before it returns, so that the control plane
-reports ready only once every namespace that exists has its object (a DaemonSet's pods are
-refused by the ServiceAccount admission plugin while ``default`` is missing).
+``start`` makes a first pass over every namespace before it returns (an awaited ``on_synced``
+hook of the controller kit, before the worker starts), so that the control plane reports ready
+only once every namespace that exists has its object (a DaemonSet's pods are refused by the
+ServiceAccount admission plugin while ``default`` is missing).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from everynode.api.errors import ApiError
 from everynode.client.base import Client
 from everynode.client.informer import SharedInformerFactory
-from everynode.client.workqueue import WorkQueue, run_worker, wait_queue_idle
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-class PerNamespaceObjectController:
+class PerNamespaceObjectController(ControllerLifecycle):
     """Keeps the object ``name`` of ``resource`` in every active namespace."""
 
     resource: str = ""
@@ -44,16 +44,16 @@ class PerNamespaceObjectController:
         self.client = client
         self.clock = clock
         self.syncs = 0
-        self._namespaces = informers.informer("namespaces")
-        self._objects = informers.informer(self.resource, field_selector=f"metadata.name={self.name}")
-        self.queue: WorkQueue = WorkQueue(name=self.queue_name)
-        self._handlers = [
-            self._namespaces.add_handler(on_add=self._namespace_changed,
-                                         on_update=lambda _old, new: self._namespace_changed(new)),
-            self._objects.add_handler(on_update=lambda _old, new: self._object_changed(new),
-                                      on_delete=self._object_changed),
-        ]
-        self._task: asyncio.Task[None] | None = None
+        self.kit = ControllerKit(self.queue_name, informers=informers)
+        self._namespaces = self.kit.informer("namespaces")
+        self._objects = self.kit.informer(self.resource, field_selector=f"metadata.name={self.name}")
+        self.queue = self.kit.queue()
+        self.kit.watch(self._namespaces, on_add=self._namespace_changed,
+                       on_update=lambda _old, new: self._namespace_changed(new))
+        self.kit.watch(self._objects, on_update=lambda _old, new: self._object_changed(new),
+                       on_delete=self._object_changed)
+        self.kit.on_synced(self._first_pass)
+        self.kit.workers(self.queue, self.sync, on_error=self._failed)
 
     # -- what the subclass says ---------------------------------------------------------------
 
@@ -75,37 +75,17 @@ class PerNamespaceObjectController:
         if md.get("name") == self.name and md.get("namespace"):
             self.queue.add(md["namespace"])
 
-    async def start(self) -> None:
-        self._namespaces.start()
-        self._objects.start()
-        await asyncio.gather(self._namespaces.wait_synced(), self._objects.wait_synced())
-        for key in self._namespaces.keys():  # the first pass, before the control plane is ready
+    async def _first_pass(self) -> None:
+        """Every namespace once, before the workers start and before :meth:`start` returns."""
+        for key in self._namespaces.keys():
             try:
                 await self.sync(key)
             except ApiError as e:
                 log.debug("%s: %s: %s", self.queue_name, key, e)
                 self.queue.add_rate_limited(key)
-        self._task = asyncio.create_task(self._worker(), name=f"{self.queue_name}-controller")
 
-    async def stop(self) -> None:
-        self.queue.shutdown()
-        for reg in self._handlers:
-            reg.remove()
-        self._handlers = []
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def wait_idle(self, *, timeout: float = 10.0, settle: int = 3) -> None:
-        """Wait until no namespace is queued or processing for ``settle`` polls in a row (tests)."""
-        await wait_queue_idle(self.queue, timeout=timeout, settle=settle)
-
-    async def _worker(self) -> None:
-        def failed(key: Any, exc: Exception, retried: bool) -> None:
-            log.debug("%s: syncing namespace %s: %s", self.queue_name, key, exc)
-
-        await run_worker(self.queue, self.sync, on_error=failed)
+    def _failed(self, key: Any, exc: Exception, _retried: bool) -> None:
+        log.debug("%s: syncing namespace %s: %s", self.queue_name, key, exc)
 
     async def sync(self, namespace: str) -> None:
         """One pass over ``namespace`` (``syncNamespace``)."""

@@ -37,7 +37,7 @@ from typing import Any
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, make_controller_ref
 from everynode.api.pod import is_pod_available, is_pod_ready, pod_ready_condition, timestamp_seconds
-from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
+from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict, selecting
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
@@ -307,15 +307,9 @@ class ReplicaSetController(ControllerLifecycle):
 
     def _matching(self, pod: Obj) -> list[Obj]:
         """``getPodReplicaSets``: the ReplicaSets of the pod's namespace whose selector selects it."""
-        labels = pod["metadata"].get("labels")
-        if not labels:
-            return []
-        found = []
-        for rs in self.rs_informer.by_index(NAMESPACE_INDEX, pod["metadata"].get("namespace") or ""):
-            selector = _selector(rs)
-            if selector is not None and not selector.empty and selector.matches(labels):
-                found.append(rs)
-        return found
+        md = pod["metadata"]
+        return selecting(self.rs_informer.by_index(NAMESPACE_INDEX, md.get("namespace") or ""), md.get("labels"),
+                         _selector)
 
     def _add_pod(self, pod: Obj) -> None:
         md = pod["metadata"]

@@ -33,7 +33,8 @@ Scale (65,000 nodes in one process) drives the design:
   kubelet would have written, and the controller takes its probe time from the pass that would
   have observed it — so the node goes Unknown at exactly the pass it does with written
   heartbeats.  Everything else is written as before: adoption, resume and re-assertion (status and
-  Lease), and a periodic status report that would change more than the heartbeat time (someone
+  Lease; a status that would change nothing but heartbeat times, a kept one, is left to the
+  model too), and a periodic status report that would change more than the heartbeat time (someone
   edited the node's conditions, capacity or addresses), at the very tick the written mode reports
   it (the report chain is followed through the recorded ticks).  One limit, as for any two events
   at one instant: a stop at exactly the simulated instant of its node's renewal tick counts as
@@ -49,6 +50,10 @@ Decisions a user can rely on (documented in the README's simulation section):
   ``everynode.io/node-index``) from which its InternalIP (10.0.x.y) and ``spec.podCIDR``
   (10.244.N.0/24, …) derive, see ``addresses.py``.  Capacity/allocatable are kept when set, else
   cpu 4, memory 16Gi, pods 110.
+* **Node status**: the kubelet reports a healthy node (Ready, no pressure), unless the node is
+  annotated ``everynode.io/node-status: kept`` (``plan`` loads a cluster's nodes so): then it
+  keeps the conditions, addresses and nodeInfo it finds and only refreshes heartbeats — a node
+  under pressure or posting NotReady stays so (``podstatus.NODE_STATUS_ANNOTATION``).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from everynode.api.meta import resource_version
 from everynode.api.node import is_node_ready
 from everynode.client.base import Client
 from everynode.client.informer import Informer
+from everynode.client.kit import ControllerKit
 from everynode.clock import Clock
 from everynode.kubelet import addresses, podstatus
 
@@ -182,13 +188,12 @@ class NodeAgent:
         self.node_status_updates = 0
         self.errors = 0
 
-    def start(self, informer: Informer) -> Any:
-        """Watch ``informer`` (nodes) and start the heartbeat wheel; returns the handler registration."""
+    def start(self, kit: ControllerKit, informer: Informer) -> None:
+        """Watch ``informer`` (nodes) through ``kit`` and start the heartbeat wheel."""
         self.informer = informer
         self._running = True
-        reg = informer.add_handler(self._on_node_add, self._on_node_update, self._on_node_delete)
+        kit.watch(informer, on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._on_node_delete)
         self._wheel_timer = asyncio.get_running_loop().call_later(self.heartbeat_interval / WHEEL_SLOTS, self._tick)
-        return reg
 
     async def stop(self) -> None:
         self._running = False
@@ -291,10 +296,12 @@ class NodeAgent:
             self.to_adopt.append(name)
             self._wake()
             self.on_node_resumed(ns)
-        elif ns.adopted and not ns.stopped and not is_node_ready(node) and not _older(node, ns.status_rv):
+        elif ns.adopted and not ns.stopped and not is_node_ready(node) and not _older(node, ns.status_rv) \
+                and podstatus.report_would_change(node, ip=ns.ip, hostname=ns.name):
             # Someone (node lifecycle) marked it not Ready while we run: re-assert now.  (Not for a
             # state older than our last report: the watch delivers our own earlier writes late,
-            # e.g. the adoption's metadata patch, and re-adopting on them doubled start-up.)
+            # e.g. the adoption's metadata patch, and re-adopting on them doubled start-up.  Nor
+            # when our report says not Ready too: a kept status.)
             ns.last_status = float("-inf")
             self.to_adopt.append(name)
             self._wake()
@@ -340,6 +347,7 @@ class NodeAgent:
             return
         if ns.index < 0:
             self._assign_index(ns)
+        ns.ip = podstatus.node_internal_ip(node, ns.ip)
         md = node.get("metadata") or {}
         spec = node.get("spec") or {}
         meta_patch: Obj = {}
@@ -365,6 +373,11 @@ class NodeAgent:
     async def _report_status(self, ns: NodeState, node: Obj | None = None) -> None:
         node = node or self.node_obj(ns.name)
         if node is None:
+            return
+        if self.modelled and not podstatus.report_would_change(node, ip=ns.ip, hostname=ns.name):
+            # Modelled: a report that would change nothing but heartbeat times is the model's.
+            ns.last_status = asyncio.get_running_loop().time()
+            ns.status_rv = resource_version(node)
             return
         status = podstatus.node_status_report(node, ip=ns.ip, hostname=ns.name, now=self.clock.rfc3339())
         try:

@@ -20,6 +20,9 @@ Decisions a user can rely on (documented in the README's simulation section):
   with ``restartPolicy: Never`` the pod fails instead), ``image-pull-error`` (stays Pending,
   waiting ``ErrImagePull`` then ``ImagePullBackOff``, retried with the same back-off), ``fail``
   (phase Failed, terminated ``Error`` exit code 1).
+* **Admission**: a pod the kubelet has not acknowledged yet is refused, as upstream's eviction
+  manager refuses it, when the node's kubelet reports pressure (only a node whose status is kept,
+  ``everynode.io/node-status: kept``, can): phase ``Failed``, reason ``Evicted`` (``admission.py``).
 * **Termination**: a pod with ``deletionTimestamp`` is removed (``delete`` with grace period 0
   and a uid precondition) promptly — after ``everynode.io/termination-seconds`` if the pod has
   that annotation, otherwise at once; ``terminationGracePeriodSeconds`` is not waited for,
@@ -44,8 +47,9 @@ from everynode.api.pod import TERMINAL_PHASES
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import Informer
+from everynode.client.kit import ControllerKit
 from everynode.clock import Clock
-from everynode.kubelet import addresses, containerevents, containerlog, mounts, podstatus
+from everynode.kubelet import addresses, admission, containerevents, containerlog, mounts, podstatus
 from everynode.kubelet.containerevents import WARNING, ContainerEvent
 from everynode.kubelet.downward import RESOLVED_ENV_ANNOTATION, has_env, resolve_environment
 from everynode.kubelet.nodeagent import NodeState
@@ -151,10 +155,10 @@ class PodLifecycle:
         self.pod_removals = 0
         self.errors = 0
 
-    def start(self, informer: Informer) -> Any:
-        """Watch ``informer`` (pods); returns the handler registration."""
+    def start(self, kit: ControllerKit, informer: Informer) -> None:
+        """Watch ``informer`` (pods) through ``kit``."""
         self.informer = informer
-        return informer.add_handler(self._on_pod_add, self._on_pod_update, self._on_pod_delete)
+        kit.watch(informer, on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete)
 
     def stop(self) -> None:
         for ps in self.pods.values():
@@ -387,6 +391,8 @@ class PodLifecycle:
             await self._remove(ps)
             return
         if ps.stage == "new":
+            if not (pod.get("status") or {}).get("startTime") and await self._refused(ps, pod):
+                return
             if mounts.refers_to_objects(pod) and not await self._mounted(ps, pod, ns):
                 return
             startup = self._startup(pod)
@@ -401,6 +407,17 @@ class PodLifecycle:
             return
         if ps.stage == "cycle":
             await self._cycle(ps, pod, ns)
+
+    async def _refused(self, ps: PodState, pod: Obj) -> bool:
+        """Admission, once, before the kubelet acknowledges the pod (``startTime``): a pod the
+        node's pressure refuses fails and never starts (see ``admission.py``)."""
+        message = admission.pressure_refusal(pod, self._node_obj(ps.node) or {})
+        if message is None:
+            return False
+        await self._patch_status(ps, {**admission.rejected_status(message), "startTime": self.clock.rfc3339()})
+        self._events(ps, pod, [ContainerEvent(WARNING, admission.EVICTED, message, "")])
+        ps.stage = "done"
+        return True
 
     # -- what the pod mounts and refers to ------------------------------------------------------
 

@@ -209,15 +209,39 @@ NODE_CONDITIONS = (
     ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
     ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 )
+READY_CONDITION = ("Ready", "KubeletReady", "kubelet is posting ready status")
+
+# ``everynode.io/node-status: kept`` on a Node: its simulated kubelet stands in for a real one
+# whose readings it cannot know (``plan``'s copy of a cluster), so it reports the node as it finds
+# it — the conditions a kubelet owns with their status, reason, message and transition time (a
+# node under MemoryPressure stays so, and keeps the taint the node lifecycle controller gives it;
+# a kubelet posting Ready=False goes on posting it), and the node's own addresses and nodeInfo —
+# and only refreshes the heartbeat times.  What the node does not say yet (a condition, the
+# addresses) is reported as a healthy kubelet reports it, and so is a condition the node lifecycle
+# controller set to Unknown (a kubelet that runs has readings of its own again).  Without the
+# annotation the kubelet reports a healthy node, as it is the node's only kubelet.
+NODE_STATUS_ANNOTATION = "everynode.io/node-status"
+KEPT = "kept"
+_KUBELET_STATUSES = ("True", "False")
+
+
+def keeps_status(node: Obj) -> bool:
+    """Whether ``node``'s kubelet reports its status as it finds it (see :data:`NODE_STATUS_ANNOTATION`)."""
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_STATUS_ANNOTATION) == KEPT
 
 
 def node_conditions(node: Obj, now: str) -> list[Obj]:
-    """The four conditions a healthy kubelet reports; transition times kept where unchanged."""
+    """The four conditions the kubelet reports: a healthy kubelet's (transition times kept where
+    the status is unchanged), or, for a node whose status is kept, the node's own."""
     previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    kept = keeps_status(node)
     out = []
-    for type_, reason, message in (*NODE_CONDITIONS, ("Ready", "KubeletReady", "kubelet is posting ready status")):
-        status = "True" if type_ == "Ready" else "False"
+    for type_, reason, message in (*NODE_CONDITIONS, READY_CONDITION):
         old = previous.get(type_)
+        if kept and old is not None and old.get("status") in _KUBELET_STATUSES:
+            out.append({**old, "lastHeartbeatTime": now, "lastTransitionTime": old.get("lastTransitionTime") or now})
+            continue
+        status = "True" if type_ == "Ready" else "False"
         ltt = old["lastTransitionTime"] if old and old.get("status") == status and old.get("lastTransitionTime") else now
         out.append({"type": type_, "status": status, "lastHeartbeatTime": now, "lastTransitionTime": ltt,
                     "reason": reason, "message": message})
@@ -255,16 +279,30 @@ def node_resources(node: Obj) -> tuple[Obj, Obj]:
     return capacity, allocatable
 
 
+def node_internal_ip(node: Obj, default: str) -> str:
+    """The node IP its kubelet gives pods (``hostIP``, host-network ``podIP``): a kept node's own
+    InternalIP, else ``default`` (the simulated address)."""
+    if keeps_status(node):
+        for a in (node.get("status") or {}).get("addresses") or ():
+            if a.get("type") == "InternalIP" and a.get("address"):
+                return str(a["address"])
+    return default
+
+
 def node_status_report(node: Obj, *, ip: str, hostname: str, now: str) -> Obj:
-    """The node status a healthy kubelet posts (a strategic-merge patch body's ``status``)."""
+    """The node status the kubelet posts (a strategic-merge patch body's ``status``): a healthy
+    node at ``ip``, or the node's own status with new heartbeat times when it is kept."""
     capacity, allocatable = node_resources(node)
+    status = node.get("status") or {}
+    kept = keeps_status(node)
     return {
         "conditions": node_conditions(node, now),
-        "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": hostname}],
+        "addresses": (kept and status.get("addresses")) or [{"type": "InternalIP", "address": ip},
+                                                            {"type": "Hostname", "address": hostname}],
         "capacity": capacity,
         "allocatable": allocatable,
-        "nodeInfo": node_info(node),
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+        "nodeInfo": (kept and status.get("nodeInfo")) or node_info(node),
+        "daemonEndpoints": (kept and status.get("daemonEndpoints")) or {"kubeletEndpoint": {"Port": KUBELET_PORT}},
     }
 
 

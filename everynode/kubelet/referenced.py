@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from everynode.client.informer import Informer, SharedInformerFactory
+from everynode.client.informer import Informer
+from everynode.client.kit import ControllerKit
 from everynode.kubelet.mounts import CONFIGMAP, SECRET, SERVICEACCOUNT, Ref
 
 Obj = dict[str, Any]
@@ -30,18 +31,16 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 class ReferencedObjects:
     """``wake(pod_key)`` is called for every pod waiting on an object that appears or changes."""
 
-    def __init__(self, informers: SharedInformerFactory, *, wake: Callable[[str], None]) -> None:
-        self._factory = informers
+    def __init__(self, *, wake: Callable[[str], None]) -> None:
         self._wake = wake
         self._informers: dict[str, Informer] = {}
         self._waiting: dict[Key, set[str]] = {}
         self._waits_of: dict[str, tuple[Key, ...]] = {}
 
-    def start(self) -> list[Any]:
-        """Create the informers (the caller starts the factory); returns the handler registrations."""
-        regs = []
+    def start(self, kit: ControllerKit) -> None:
+        """The informers and their handlers, through ``kit`` (which starts the factory)."""
         for kind, resource in RESOURCES.items():
-            inf = self._informers[kind] = self._factory.informer(resource)
+            inf = self._informers[kind] = kit.informer(resource)
 
             def changed(obj: Obj, _kind: str = kind) -> None:
                 self._changed(_kind, obj)
@@ -49,8 +48,7 @@ class ReferencedObjects:
             def updated(old: Obj, new: Obj, _kind: str = kind) -> None:
                 self._changed(_kind, new)
 
-            regs.append(inf.add_handler(changed, updated, None))
-        return regs
+            kit.watch(inf, on_add=changed, on_update=updated)
 
     @property
     def synced(self) -> bool:

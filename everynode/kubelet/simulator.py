@@ -7,6 +7,15 @@ ConfigMaps, Secrets and ServiceAccounts its pods mount.  This module only joins 
 them to the shared informers, connects the node agent's "node adopted/resumed/gone" hooks to
 the pod half, and runs the few writer tasks that perform their API writes.
 
+Its lifecycle is the controller kit's (:class:`~everynode.client.kit.ControllerKit`): the writers
+are kit loops, the subscriptions kit handlers (removed on stop), pending writes count for
+``wait_idle``.  One difference from the controllers: the informers and handlers are wired when
+the simulation *starts*, not in its constructor, so that its handlers run after those of every
+controller built before it starts (in ``everynode up``, all of them) — the order in which
+same-instant events have always been handled, which the recorded converge (tests/golden) and the
+virtual-time benchmarks depend on.  Nothing waits for its caches (``wait_for_sync`` off): a node
+or pod that arrives later is handled when it arrives.
+
 Why one pool of writers for both: node adoption and pod steps are the simulation's bursty writes
 (65,000 nodes registering, a DaemonSet's pods binding); one bounded pool keeps the number of
 in-flight writes fixed whatever the burst, and adoption goes first (a node's pods cannot proceed
@@ -17,13 +26,13 @@ they must keep their rhythm under a pod burst.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
-from everynode.client.informer import Informer, SharedInformerFactory
+from everynode.client.informer import SharedInformerFactory
+from everynode.client.kit import ControllerKit, ControllerLifecycle
 from everynode.clock import Clock
 from everynode.kubelet.nodeagent import STATUS_REPORT_INTERVAL, YIELD_EVERY, NodeAgent, NodeState
 from everynode.kubelet.podlifecycle import PodLifecycle, PodState
@@ -37,7 +46,7 @@ HEARTBEAT_MODES = ("writes", "modelled")
 __all__ = ["HEARTBEAT_MODES", "KubeletSimulator", "WRITERS", "YIELD_EVERY"]
 
 
-class KubeletSimulator:
+class KubeletSimulator(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory | None = None,
                  pod_startup: float = 1.0, recorder: EventRecorder | None = None, lease_duration: int = 40,
                  heartbeat_interval: float = 10, status_report_interval: float = STATUS_REPORT_INTERVAL,
@@ -46,69 +55,47 @@ class KubeletSimulator:
             raise ValueError(f"heartbeats must be one of {', '.join(HEARTBEAT_MODES)}, not {heartbeats!r}")
         self.client = client
         self.clock = clock
-        self._own_factory = informers is None
         self.informers = informers if informers is not None else SharedInformerFactory(client)
-        self._own_recorder = recorder is None
         self.recorder = recorder if recorder is not None else EventRecorder(client, component="kubelet", clock=clock)
         self.modelled = heartbeats == "modelled"
         self._wake = asyncio.Event()
         self.agent = NodeAgent(client, clock=clock, wake=self._wake.set, lease_duration=lease_duration,
                                heartbeat_interval=heartbeat_interval, status_report_interval=status_report_interval,
                                modelled=self.modelled)
-        self.objects = ReferencedObjects(self.informers, wake=lambda key: self.lifecycle.wake(key))
+        self.objects = ReferencedObjects(wake=lambda key: self.lifecycle.wake(key))
         self.lifecycle = PodLifecycle(client, clock=clock, nodes=self.agent.nodes, node_obj=self.agent.node_obj,
                                       wake=self._wake.set, recorder=self.recorder, objects=self.objects,
                                       pod_startup=pod_startup, pod_events=pod_events)
         self.agent.on_node_resumed = self.lifecycle.resume_node
         self.agent.on_node_dropped = self.lifecycle.drop_node
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._regs: list[Any] = []
-        self._node_informer: Informer | None = None
-        self._pod_informer: Informer | None = None
-        self._running = False
+        # Informers and handlers are wired in start() (see the module docstring); what runs is here.
+        self.kit = ControllerKit("kubelet", informers=self.informers, wait_for_sync=False)
+        for i in range(WRITERS):
+            self.kit.loop(self._writer, name=f"writer-{i}")
+        self.kit.idle_when(lambda: self.idle)
+        if recorder is None:
+            self.kit.on_stop(lambda: self.recorder.close(flush=False))
+        if informers is None:
+            self.kit.on_stop(self.informers.stop)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._running = True
-        self._node_informer = self.informers.informer("nodes")
-        self._pod_informer = self.informers.informer("pods")
-        self._regs.append(self.agent.start(self._node_informer))
-        self._regs.append(self.lifecycle.start(self._pod_informer))
-        self._regs.extend(self.objects.start())
-        self.informers.start()
-        for i in range(WRITERS):
-            self._tasks.append(loop.create_task(self._writer(), name=f"kubelet-writer-{i}"))
-
-    async def wait_synced(self) -> None:
-        for inf in (self._node_informer, self._pod_informer):
-            if inf is not None:
-                await inf.wait_synced()
+        kit = self.kit
+        self.agent.start(kit, kit.informer("nodes"))
+        self.lifecycle.start(kit, kit.informer("pods"))
+        self.objects.start(kit)
+        await super().start()
 
     async def stop(self) -> None:
-        self._running = False
-        await self.agent.stop()
-        for reg in self._regs:
-            reg.remove()
-        self._regs.clear()
+        await self.agent.stop()  # the heartbeat wheel first: no new writes
+        await super().stop()
         self.lifecycle.stop()
-        self._wake.set()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
-        self._tasks.clear()
-        if self._own_factory:
-            await self.informers.stop()
-        if self._own_recorder:
-            await self.recorder.close(flush=False)
 
     async def _writer(self) -> None:
         agent, lifecycle = self.agent, self.lifecycle
         turns = 0
-        while self._running:
+        while True:
             turns += 1
             if turns % YIELD_EVERY == 0:
                 await asyncio.sleep(0)

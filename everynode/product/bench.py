@@ -384,25 +384,39 @@ async def bench_schedule(nodes: int, transport: str) -> dict[str, Any]:
 
 
 def bench_plan(nodes: int, *, max_unavailable: int | str = 1, startup: float = 5.0) -> dict[str, Any]:
-    """``plan``: the virtual-time engine on a rollout (``everynode.product.virtual_rollout``):
-    a converged DaemonSet on N nodes, an image change with ``maxUnavailable`` and ``startup``
-    seconds of pod start-up, run on a virtual clock until every node runs a Ready new pod.
-    ``seconds`` (= ``wall_seconds``) is the rollout's wall time, ``simulated_seconds`` its
-    simulated duration, ``ratio`` = simulated / wall (how much faster than real time); the floor
-    is the rollout's writes (delete old, create, bind, Ready) straight into storage.  Runs its
-    own virtual-time loop, so call it outside any running loop (``run_scenario`` uses a thread)."""
-    from everynode.product.virtual_rollout import virtual_rollout
+    """``plan``: ``everynode plan`` itself on an image change of a DaemonSet that runs on N nodes.
+
+    The cluster is made first (converged in virtual time and read as ``plan --kubeconfig`` reads
+    one: ``converge_wall_seconds``), then the plan runs on it as the command does
+    (:func:`everynode.product.plan.plan`: load the snapshot into a copy, start its components,
+    apply the change, run the rollout in virtual time, explain the end).  ``seconds`` (=
+    ``wall_seconds``) and ``cpu_seconds`` are the rollout's (the change applied → every node runs
+    an available pod of it), ``simulated_seconds`` its simulated duration (``expected_seconds``:
+    waves × start-up), ``ratio`` = simulated / wall; ``plan_seconds`` is the whole plan as a user
+    waits for it, ``phases`` its wall seconds per phase (prepare, load, start, rollout, answer).
+    The floor is the rollout's writes (delete old, create, bind, Ready) straight into storage.
+    Runs its own virtual-time loops, so call it outside any running loop (``run_scenario`` uses
+    a thread)."""
+    from everynode.product.plan import PlanOptions, plan
+    from everynode.product.virtual_rollout import converged_snapshot, daemonset, expected_waves
     from everynode.virtualtime import run_virtual
 
     floor = asyncio.run(storage_floor(nodes, writes_per_pod=4))
     gc.collect()
-    run = run_virtual(virtual_rollout(nodes, startup=startup, max_unavailable=max_unavailable))
-    wall = run.wall_rollout_seconds
-    out = _result("plan", nodes, "inprocess", wall, run.cpu_rollout_seconds, floor)
-    out.update(ratio=round(run.simulated_seconds / wall, 1) if wall > 0 else None, wall_seconds=round(wall, 4),
-               simulated_seconds=run.simulated_seconds, expected_seconds=run.expected_seconds,
-               max_unavailable=max_unavailable, pod_startup_seconds=startup, heartbeats=run.heartbeats,
-               lease_renewals=run.lease_renewals, converge_wall_seconds=round(run.wall_converge_seconds, 2))
+    snapshot, converge_wall = run_virtual(converged_snapshot(nodes, startup=startup, max_unavailable=max_unavailable))
+    gc.collect()
+    result = plan(snapshot, daemonset("agent:2", max_unavailable=max_unavailable), PlanOptions(pod_startup=startup))
+    wall, cpu = result.wall_phases["rollout"], result.cpu_phases["rollout"]
+    if not result.invariants["completed"]:
+        raise RuntimeError(f"bench plan: the rollout did not complete ({result.to_json()})")
+    out = _result("plan", nodes, "inprocess", wall, cpu, floor)
+    out.update(ratio=round(result.simulated_seconds / wall, 1) if wall > 0 else None, wall_seconds=round(wall, 4),
+               simulated_seconds=result.simulated_seconds,
+               expected_seconds=expected_waves(nodes, max_unavailable) * startup,
+               max_unavailable=max_unavailable, pod_startup_seconds=startup, heartbeats="modelled",
+               plan_seconds=round(result.wall_seconds, 4),
+               phases={k: round(v, 3) for k, v in result.wall_phases.items()},
+               converge_wall_seconds=round(converge_wall, 2))
     return out
 
 

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import orjson
@@ -286,7 +286,7 @@ class _StreamReader(asyncio.Protocol):
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.write(self._request)  # type: ignore[attr-defined]
+        cast(asyncio.Transport, transport).write(self._request)  # a stream connection's transport
 
     def data_received(self, data: bytes) -> None:
         fleet = self._fleet

@@ -55,15 +55,16 @@ def _children_cpu() -> float:
 
 async def _timed(*argv: str, stdout_path: Path | None = None) -> float:
     """Wall seconds of one child process (its output kept in ``stdout_path`` or discarded)."""
-    out = open(stdout_path, "wb") if stdout_path is not None else asyncio.subprocess.DEVNULL  # noqa: SIM115
+    sink = open(stdout_path, "wb") if stdout_path is not None else None  # noqa: SIM115
+    out = sink if sink is not None else asyncio.subprocess.DEVNULL
     try:
         t0 = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(*argv, stdout=out, stderr=asyncio.subprocess.PIPE)
         _, err = await proc.communicate()
         seconds = time.perf_counter() - t0
     finally:
-        if stdout_path is not None:
-            out.close()  # type: ignore[union-attr]
+        if sink is not None:
+            sink.close()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:3])} … failed ({proc.returncode}): {err.decode(errors='replace')[:500]}")
     return seconds

@@ -7,10 +7,11 @@ stderr and exit code 1, never a traceback.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,16 +32,13 @@ def _configure_logging(verbosity: int) -> None:
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def _run(coro: object) -> None:
+def _run(coro: Coroutine[Any, Any, None]) -> None:
     import gc  # noqa: PLC0415
 
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        import uvloop  # noqa: PLC0415
+    from everynode.product.connect import run_event_loop  # noqa: PLC0415
 
-        uvloop.run(coro)  # type: ignore[arg-type]
-    except ImportError:  # pragma: no cover - non-Linux
-        asyncio.run(coro)  # type: ignore[arg-type]
+    gc.set_threshold(*GC_THRESHOLDS)
+    run_event_loop(coro)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

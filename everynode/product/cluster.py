@@ -46,16 +46,18 @@ def _call_thawed(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop,
 
     On a virtual-time loop, time may only move while the calling thread waits here: the loop is
     kept frozen between calls (see ``VirtualTimeEventLoop.freeze``) and thawed for the call."""
-    freeze = getattr(loop, "freeze", None)
+    from everynode.virtualtime import VirtualTimeEventLoop
+
+    virtual = loop if isinstance(loop, VirtualTimeEventLoop) else None
 
     async def thawed() -> T:
-        if freeze is None:
+        if virtual is None:
             return await coro
-        loop.thaw()  # type: ignore[attr-defined]
+        virtual.thaw()
         try:
             return await coro
         finally:
-            loop.freeze()  # type: ignore[attr-defined]
+            virtual.freeze()
 
     return asyncio.run_coroutine_threadsafe(thawed(), loop).result(timeout)
 
@@ -230,8 +232,10 @@ class Cluster:
         self._thread = threading.Thread(target=target, name="everynode-cluster", daemon=True)
         self._thread.start()
         started.wait()
-        if self.virtual_time:
-            loop.call_soon_threadsafe(loop.freeze)  # type: ignore[attr-defined]
+        from everynode.virtualtime import VirtualTimeEventLoop
+
+        if isinstance(loop, VirtualTimeEventLoop):
+            loop.call_soon_threadsafe(loop.freeze)
         try:
             self.run(self.start())
         except BaseException:

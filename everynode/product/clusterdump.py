@@ -41,6 +41,7 @@ import orjson
 import yaml
 
 from everynode.apiserver.tables import parse_time
+from everynode.product.dumpyaml import load_documents
 
 if TYPE_CHECKING:
     from everynode.client.base import Client
@@ -128,7 +129,7 @@ def _documents(data: bytes, source: str) -> list[Any]:
         except orjson.JSONDecodeError:
             pass  # JSON is YAML: let the YAML parser say what is wrong
     try:
-        return [d for d in yaml.load_all(data, Loader=_YamlLoader) if d is not None]  # noqa: S506 - safe loader
+        return [d for d in load_documents(data, loader=_YamlLoader) if d is not None]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

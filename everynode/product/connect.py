@@ -23,9 +23,9 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 DATA_DIR_KUBECONFIG = Path(".everynode") / "kubeconfig"
 HOME_KUBECONFIG = Path("~/.kube/config")
 HINT = "(start one with `everynode up`)"
+
+_T = TypeVar("_T")
 
 
 class CliError(Exception):
@@ -78,13 +80,13 @@ def resolve_kubeconfig(option: Path | None) -> Path | None:
     raise CliError(f"error: no kubeconfig at {DATA_DIR_KUBECONFIG} or {HOME_KUBECONFIG} {HINT}")
 
 
-def open_client(option: Path | None, **kwargs: object) -> HttpClient:
+def open_client(option: Path | None) -> HttpClient:
     from everynode.client.http import HttpClient
     from everynode.client.kubeconfig import KubeconfigError
 
     path = resolve_kubeconfig(option)
     try:
-        return HttpClient.from_kubeconfig(path, **kwargs)  # type: ignore[arg-type]
+        return HttpClient.from_kubeconfig(path)
     except KubeconfigError as e:
         raise CliError(f"error: {e}") from None
     except ssl.SSLError as e:  # unusable CA or client certificate data
@@ -186,7 +188,7 @@ def run_with_client(kubeconfig: Path | None, command: Callable[[HttpClient], Awa
             await client.close()
 
     try:
-        code = _run(main())
+        code = run_event_loop(main())
     except KeyboardInterrupt:
         sys.exit(interrupted_code)
     except Exception as e:  # noqa: BLE001 - sorted below; a real bug still shows its traceback
@@ -197,9 +199,11 @@ def run_with_client(kubeconfig: Path | None, command: Callable[[HttpClient], Awa
     sys.exit(code)
 
 
-def _run(coro: Awaitable[int]) -> int:
+def run_event_loop(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion on a new event loop: uvloop's where it is installed (Linux),
+    else asyncio's.  Every CLI command runs through here."""
     try:
         import uvloop  # noqa: PLC0415
     except ImportError:  # pragma: no cover - non-Linux
-        return asyncio.run(coro)  # type: ignore[arg-type]
-    return uvloop.run(coro)  # type: ignore[arg-type]
+        return asyncio.run(coro)
+    return uvloop.run(coro)

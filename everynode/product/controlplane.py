@@ -76,6 +76,11 @@ class ControlPlaneConfig:
     # --authorization: "always-allow" (every authenticated request) or "rbac" (kube-apiserver's
     # RBAC authorizer; the admin kubeconfig's user is in system:masters).
     authorization: str = "always-allow"
+    # The Event reasons written (None: all); every event is still correlated, so the spam filter
+    # and aggregation of the written ones are unchanged.  Only ``plan``'s copy narrows it, to the
+    # reasons its answer reads: a rollout step writes as many kubelet events (Pulling, Pulled,
+    # Created, Started, Killing) as it writes pods, and node registration one per node.
+    event_reasons: frozenset[str] | None = None
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -254,7 +259,7 @@ class ControlPlane:
         kubelet_client = self.component_client("kubelet")
 
         def recorder(component: str, via: InProcessClient = kcm) -> EventRecorder:
-            rec = EventRecorder(via, component=component, clock=clock)
+            rec = EventRecorder(via, component=component, clock=clock, written_reasons=cfg.event_reasons)
             self.recorders.append(rec)
             return rec
 

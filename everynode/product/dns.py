@@ -38,7 +38,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import dns.exception
 import dns.flags
@@ -353,7 +353,7 @@ class _UDPProtocol(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.DatagramTransport, transport)  # a datagram endpoint's transport
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         reply = self.server.handle(data, tcp=False)

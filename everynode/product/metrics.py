@@ -16,18 +16,19 @@ from prometheus_client.registry import Collector
 
 from everynode.api import registry
 from everynode.client.kit import ControllerKit
+from everynode.client.workqueue import WorkQueue
 
 
-def _queues(components: Mapping[str, Any]) -> Iterator[Any]:
-    """Every work queue of the components: the kit's of those built on the controller kit,
-    else a ``queue`` / ``_queue`` attribute."""
+def _queues(components: Mapping[str, Any]) -> Iterator[WorkQueue]:
+    """Every work queue of the components (their controller kits' queues; the DNS server has
+    none)."""
     seen: set[int] = set()
     for component in components.values():
         kit = getattr(component, "kit", None)
-        found = list(kit.queues) if isinstance(kit, ControllerKit) else \
-            [getattr(component, attr, None) for attr in ("queue", "_queue")]
-        for q in found:
-            if q is not None and hasattr(q, "metrics") and id(q) not in seen:
+        if not isinstance(kit, ControllerKit):
+            continue
+        for q in kit.queues:
+            if id(q) not in seen:
                 seen.add(id(q))
                 yield q
 

@@ -55,10 +55,10 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
@@ -70,9 +70,12 @@ from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_
 from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
-from everynode.product.plan_load import LoadError, load_snapshot, node_copy
+from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
-from everynode.product.why import Explanation, explain
+from everynode.product.why import EVENT_REASONS, Explanation, explain
+
+if TYPE_CHECKING:
+    from everynode.product.controlplane import ControlPlane
 
 Obj = dict[str, Any]
 
@@ -87,6 +90,14 @@ SETTLE_SECONDS = 1.0
 # accounts, the root CA and ClusterRoles change nothing a rollout's timeline depends on.
 DISABLED = ("garbage-collector", "endpoints", "serviceaccount", "root-ca-publisher", "clusterrole-aggregation",
             "disruption", "job")
+# Nor, unless a test asks for a full copy, the controllers that would have nothing to do: a
+# snapshot holds no Deployment or ReplicaSet (their pods are loaded without those owners), so
+# these would only look at every pod event.
+IDLE = ("deployment", "replicaset")
+# Nor does it write the Events its answer does not read (``why``'s EVENT_REASONS): each recorder
+# still correlates every event, so the spam filter and aggregation of the ones written are what
+# they would be.  The kubelets' (Pulling, Pulled, Created, Started, Killing) were four of the nine
+# writes of every node a rollout replaces.
 
 
 class PlanError(Exception):
@@ -105,6 +116,10 @@ class PlanOptions:
     stall_seconds: float | None = None
     max_simulated_seconds: float = MAX_SIMULATED_SECONDS
     trace: bool = False
+    # The copy runs and writes everything a cluster would (the IDLE controllers, the Events
+    # nobody reads, every heartbeat): only for the test that proves leaving them out changes no
+    # answer.
+    full_copy: bool = False
 
 
 def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -412,6 +427,13 @@ class RolloutRecorder:
             t.had_available = t.ready and self._available(t, now)
         return {name: self.node_state(self.nodes[name]) for name in sorted(self.nodes)}
 
+    def catch_up(self) -> None:
+        """Close the step of an earlier instant that no event since has closed: the no-progress
+        wait counts from the last change, which a step records when it closes (else it would count
+        from the change before, and end sooner when nothing else happens, as with modelled
+        heartbeats, than when heartbeats are written)."""
+        self._advance()
+
     def finish(self) -> None:
         self._close_step()
 
@@ -445,6 +467,12 @@ class PlanResult:
     seed: int
     stalled_after: float | None
     trace: Obj | None = None
+    # Where the wall time went: loading the snapshot, starting the copy's components (informers'
+    # first lists, the kubelets' adoption, the controllers' first syncs, the settle), the rollout
+    # (the change applied → its end), the answer (the final read and explanation); and the
+    # process CPU seconds of each (benchmarks).
+    wall_phases: dict[str, float] = field(default_factory=dict)
+    cpu_phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> Obj:
         return {
@@ -456,6 +484,7 @@ class PlanResult:
             "pod_startup_seconds": self.pod_startup_seconds, "pod_startup_source": self.pod_startup_source,
             "invariants": self.invariants, "node_failures": self.node_failures, "added_nodes": self.added_nodes,
             "nodes": self.nodes, "loaded": self.loaded, "seed": self.seed, "stalled_after": self.stalled_after,
+            "wall_phases": {k: round(v, 3) for k, v in self.wall_phases.items()},
         }
 
 
@@ -508,39 +537,81 @@ def _failure_plan(options: PlanOptions, candidates: list[str], known: set[str], 
     return list(zip(times, names, strict=True))
 
 
-async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:
-    """Run the plan on the running virtual-time loop (see :func:`plan`)."""
+class _Phases:
+    """Wall and CPU seconds per phase (:attr:`PlanResult.wall_phases`): ``end(name)`` closes the
+    phase ``name``, which ran since the previous ``end`` (or since this object was made)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._last = (time.perf_counter(), time.process_time())
+
+    def end(self, name: str) -> None:
+        now = (time.perf_counter(), time.process_time())
+        self.wall[name] = self.wall.get(name, 0.0) + now[0] - self._last[0]
+        self.cpu[name] = self.cpu.get(name, 0.0) + now[1] - self._last[1]
+        self._last = now
+
+
+@dataclass
+class Copy:
+    """The running copy of a cluster: its control plane (client, informers, clock) and what
+    :func:`~everynode.product.plan_load.load_snapshot` loaded into it."""
+
+    plane: ControlPlane
+    loaded: Loaded
+
+
+@contextlib.asynccontextmanager
+async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: float, full_copy: bool = False,
+                       phases: _Phases | None = None) -> AsyncIterator[Copy]:
+    """The snapshot ``objects`` loaded into an in-memory control plane on the running virtual-time
+    loop, its components started and settled (``SETTLE_SECONDS``): the copy as it stands before
+    a change is applied.  Stopped on exit."""
     from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
     from everynode.virtualtime import virtual_clock
 
+    phases = phases if phases is not None else _Phases()
+    config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=pod_startup,
+                                disable=frozenset(DISABLED if full_copy else DISABLED + IDLE),
+                                heartbeats="writes" if full_copy else "modelled",
+                                event_reasons=None if full_copy else EVENT_REASONS)
+    plane = ControlPlane(config, clock=virtual_clock())
+    loaded_box: list[Any] = []
+
+    async def seed(client: Any) -> None:
+        phases.end("prepare")
+        loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
+        phases.end("load")
+
+    try:
+        try:
+            await plane.start(seed=seed)
+        except LoadError as e:
+            raise PlanError(f"error: {e}") from None
+        await asyncio.sleep(SETTLE_SECONDS)
+        yield Copy(plane, loaded_box[0])
+    finally:
+        await plane.stop()
+
+
+async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:
+    """Run the plan on the running virtual-time loop (see :func:`plan`)."""
+    from everynode.virtualtime import virtual_clock
+
     wall0 = time.perf_counter()
+    phases = _Phases()
     md = change.get("metadata") or {}
     name = md.get("name") or ""
     namespace = md.get("namespace") or "default"
     existing = objects.daemonset(name, namespace)
     startup, source = _startup(options, existing, objects)
-    clock = virtual_clock()
-    before = explain(existing, objects, now=clock.now()) if existing is not None else None
+    before = explain(existing, objects, now=virtual_clock().now()) if existing is not None else None
     extra = like_nodes(objects, options.like, options.add_nodes) if options.add_nodes and options.like else []
-
-    config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=startup,
-                                disable=frozenset(DISABLED), heartbeats="modelled")
-    plane = ControlPlane(config, clock=clock)
-    loaded_box: list[Any] = []
-
-    async def seed(client: Any) -> None:
-        loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
-
-    try:
-        await plane.start(seed=seed)
-    except LoadError as e:
-        await plane.stop()
-        raise PlanError(f"error: {e}") from None
-    try:
-        return await _run(plane, objects, change, options, existing=existing, before=before, extra=extra,
-                          startup=startup, source=source, loaded=loaded_box[0], wall0=wall0)
-    finally:
-        await plane.stop()
+    async with running_copy(objects, namespace=namespace, pod_startup=startup, full_copy=options.full_copy,
+                            phases=phases) as copy:
+        return await _run(copy.plane, objects, change, options, existing=existing, before=before, extra=extra,
+                          startup=startup, source=source, loaded=copy.loaded, wall0=wall0, phases=phases)
 
 
 def _startup(options: PlanOptions, existing: Obj | None, objects: ClusterObjects) -> tuple[float, str]:
@@ -573,11 +644,10 @@ async def _apply_change(client: Any, change: Obj, existing: Obj | None, namespac
 
 async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOptions, *, existing: Obj | None,
                before: Explanation | None, extra: list[Obj], startup: float, source: str, loaded: Any,
-               wall0: float) -> PlanResult:
+               wall0: float, phases: _Phases) -> PlanResult:
     loop = asyncio.get_running_loop()
     client = plane.client
     clock = plane.clock
-    await asyncio.sleep(SETTLE_SECONDS)
 
     spec = change.get("spec") or {}
     strategy = spec.get("updateStrategy") or {}
@@ -603,6 +673,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
     for node in extra:
         await client.create("nodes", node)
         added.append(node["metadata"]["name"])
+    phases.end("start")
     ds = await _apply_change(client, change, existing, namespace)
     rec.set_daemonset(ds)
     for pod in pods_inf.list():  # pods of a new DaemonSet may already be in the informer
@@ -638,6 +709,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
     deadline = t0 + options.max_simulated_seconds
     stalled_after: float | None = None
     while not rec.done.is_set():
+        rec.catch_up()
         horizon_end = max(rec.last_change + stall, t0 + (failures[-1][0] if failures else 0) + stall)
         wait = min(horizon_end, deadline) - loop.time()
         if wait <= 0:
@@ -649,6 +721,7 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
         await task
     rec.finish()
     completed = rec.done.is_set()
+    phases.end("rollout")
 
     snapshot = await read_live(client)
     final_ds = next((d for d in snapshot.daemonsets if _md(d).get("uid") == rec.ds_uid), ds)
@@ -687,8 +760,10 @@ async def _run(plane: Any, objects: ClusterObjects, change: Obj, options: PlanOp
                     "completed": completed},
         node_failures=failed, added_nodes=added, nodes=len(snapshot.nodes), loaded=dict(loaded.counts),
         seed=options.seed, stalled_after=stalled_after)
+    phases.end("answer")
+    result.wall_phases, result.cpu_phases = phases.wall, phases.cpu
     if options.trace:
-        answer = {k: v for k, v in result.to_json().items() if k != "wall_seconds"}
+        answer = {k: v for k, v in result.to_json().items() if k not in ("wall_seconds", "wall_phases")}
         result.trace = {"kind": "EverynodePlanTrace", "version": 1, "daemonset": result.daemonset,
                         "seed": options.seed, "pod_startup_seconds": startup, "initial": initial,
                         "steps": rec.steps, "answer": answer}
@@ -724,5 +799,5 @@ def read_change(path: Path) -> Obj:
     return ds
 
 
-__all__ = ["PlanError", "PlanOptions", "PlanResult", "RolloutRecorder", "estimate_startup", "plan", "read_change",
-           "simulate", "snapshot_time"]
+__all__ = ["Copy", "PlanError", "PlanOptions", "PlanResult", "RolloutRecorder", "estimate_startup", "plan", "read_change",
+           "running_copy", "simulate", "snapshot_time"]

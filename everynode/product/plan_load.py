@@ -19,16 +19,36 @@ choices that make them adopt:
 * **Pods are created bound and then given their status** (the API server resets a new pod's
   status, as upstream's strategy does, so the status is written in a second call, as a kubelet
   would).  The priority admission recomputes ``spec.priority`` from the class, so the value is
-  dropped from the spec and a PriorityClass the snapshot lacks is made from the pods' values.
+  dropped from the spec and a PriorityClass the snapshot lacks is made from the pods' values.  A
+  ``globalDefault`` class is made the default only after the pods are loaded: a pod without a
+  class was created before the cluster had a default (admission names the default in the pods it
+  gives it to) and keeps the priority it has, not the default's.
   Unbound pods are not loaded, except a DaemonSet's own (the plan is about what the change does;
-  an application pod that was already Pending would otherwise preempt in the plan's name).
-* **A node that is not Ready stays so**: its simulated kubelet is stopped
+  an application pod that was already Pending would otherwise preempt in the plan's name) and
+  those the scheduler has nominated to a node (``status.nominatedNodeName``): it has already
+  preempted for them there, and they bind there as soon as their victims are gone.
+* **A node stays as its kubelet reports it**: the cluster's kubelets are real, so the copy's
+  stand-ins must not "heal" what they report — every node is loaded with
+  ``everynode.io/node-status: kept``, and its simulated kubelet goes on reporting the conditions it
+  had (MemoryPressure, DiskPressure, PIDPressure, a Ready=False of a kubelet that runs but posts
+  NotReady), its addresses and nodeInfo, refreshing only heartbeats.  The node lifecycle controller
+  then keeps the taints those conditions call for, as in the cluster.  A node whose kubelet is
+  silent (Ready Unknown, or no Ready condition) stays so: its simulated kubelet is stopped
   (``everynode.io/kubelet: stopped``), so nothing reports for it and the node lifecycle
   controller treats it as upstream's does an unreachable node.  Pods being deleted are loaded only
   on such nodes (created, then deleted gracefully: they stay Terminating there, as in the cluster);
-  on a live node their kubelet would have removed them.
+  where a kubelet runs it would have removed them.
 
 Names and labels are kept, so the plan's answer names the cluster's own nodes and pods.
+
+Where the copy knowingly differs from the cluster (``tests/integration/test_plan_fidelity.py``
+checks the rest: ``why`` explains the copy as it explains the snapshot): the node lifecycle
+controller starts as upstream's does after a restart, removing the NoExecute ``not-ready`` /
+``unreachable`` taints of the nodes it first sees and adding them back to those still not Ready
+a few seconds later (their ``timeAdded`` moves, so other pods' ``tolerationSeconds`` count from
+the copy's start; the DaemonSet's pods tolerate them); a pod being deleted where a kubelet runs
+is left out (the simulated kubelet ends a termination at once); a pod whose class was re-created
+with another value gets the class's value from the admission.
 """
 
 from __future__ import annotations
@@ -38,15 +58,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError
-from everynode.api.node import is_node_ready
+from everynode.api.node import ready_status
 from everynode.client.base import Client
 from everynode.kubelet.nodeagent import EXTERNAL, KUBELET_ANNOTATION, STOPPED
+from everynode.kubelet.podstatus import KEPT, NODE_STATUS_ANNOTATION
 from everynode.product.clusterdump import ClusterObjects
 
 Obj = dict[str, Any]
 
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
                  "deletionGracePeriodSeconds", "managedFields", "selfLink")
+PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
 SEEDED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
@@ -98,11 +120,13 @@ async def _create(client: Client, resource: str, obj: Obj, what: str) -> Obj:
 
 
 def node_copy(node: Mapping[str, Any]) -> Obj:
-    """The node as loaded: stripped, its kubelet stopped when it is not Ready (or was stopped)."""
+    """The node as loaded: stripped, its status kept by its kubelet, which is stopped when it is
+    silent (Ready Unknown or never reported) or was stopped."""
     out = stripped(node)
     md = out["metadata"]
     annotations = dict(md.get("annotations") or {})
-    if not is_node_ready(node) or annotations.get(KUBELET_ANNOTATION) == STOPPED:
+    annotations[NODE_STATUS_ANNOTATION] = KEPT
+    if ready_status(node) in (None, "Unknown") or annotations.get(KUBELET_ANNOTATION) == STOPPED:
         annotations[KUBELET_ANNOTATION] = STOPPED
     elif annotations.get(KUBELET_ANNOTATION) == EXTERNAL:
         del annotations[KUBELET_ANNOTATION]  # simulated in the plan like every other node
@@ -156,10 +180,15 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
     for ns in _namespaces(objects, namespaces):
         await _create(client, "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                       f"namespace {ns}")
+    defaults: list[str] = []
     for pc in _priority_classes(objects):
-        if (_md(pc).get("name") or "").startswith("system-"):
+        name = _md(pc).get("name") or ""
+        if name.startswith("system-"):
             continue  # built into every API server
-        await _create(client, "priorityclasses.scheduling.k8s.io", pc, f"priorityclass {_md(pc).get('name')}")
+        if pc.get("globalDefault"):
+            defaults.append(name)
+            pc = {**pc, "globalDefault": False}
+        await _create(client, PRIORITY_CLASSES, pc, f"priorityclass {name}")
         _bump(loaded, "priorityclasses")
     ready_nodes: set[str] = set()
     for node in [*objects.nodes, *extra_nodes]:
@@ -189,6 +218,8 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
         _bump(loaded, "controllerrevisions")
     for pod in objects.pods:
         await _load_pod(client, pod, uids, ready_nodes, loaded)
+    for name in defaults:  # only now: the pods loaded without a class keep the priority they had
+        await client.patch(PRIORITY_CLASSES, name, {"globalDefault": True}, patch_type="merge")
     return loaded
 
 
@@ -199,7 +230,8 @@ async def _load_pod(client: Client, pod: Obj, uids: Mapping[str, str], ready_nod
     owners = _remapped_owners(pod, uids)
     terminating = bool(md.get("deletionTimestamp"))
     phase = (pod.get("status") or {}).get("phase")
-    if (not node and not owners) or (terminating and node in ready_nodes) or (
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if (not node and not owners and not nominated) or (terminating and node in ready_nodes) or (
             terminating and phase in ("Succeeded", "Failed")):
         loaded.skipped_pods += 1
         return

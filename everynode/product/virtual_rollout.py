@@ -14,7 +14,10 @@ simulated cluster really does: with modelled heartbeats (the default in virtual 
 ``everynode/kubelet/nodeagent.py``) a healthy node costs nothing per simulated second, so the
 wall time grows with the rollout's own writes, O(N) for the whole rollout, not O(N²).
 
-One piece of code for ``everynode bench plan`` and ``benchmarks/virtual_rollout.py``.
+``benchmarks/virtual_rollout.py`` runs this scenario (the engine alone, on ``everynode.Cluster``
+with every component, for profiling and the written-heartbeats comparison); ``everynode bench
+plan`` runs ``everynode plan`` itself on the converged cluster of :func:`converged_snapshot`,
+since the plan's copy is what a user waits for.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from everynode.api.intstr import scaled_value
 from everynode.api.pod import is_pod_ready
 from everynode.product.cluster import Cluster
+from everynode.product.clusterdump import ClusterObjects, read_live
 
 Obj = dict[str, Any]
 NS = "default"
@@ -150,3 +154,23 @@ async def virtual_rollout(nodes: int, *, startup: float = 5.0, max_unavailable: 
         cpu_rollout_seconds=cpu, step_min=round(min(gaps), 6) if gaps else None,
         step_max=round(max(gaps), 6) if gaps else None, events_dropped=dropped, lease_renewals=renewals,
         heartbeats=mode)
+
+
+async def converged_snapshot(nodes: int, *, startup: float = 5.0,
+                             max_unavailable: int | str = 1) -> tuple[ClusterObjects, float]:
+    """A cluster of ``nodes`` on which the DaemonSet (image ``agent:1``) runs everywhere, read as
+    ``everynode plan --kubeconfig`` reads one (:func:`read_live`): the input of ``bench plan``'s
+    real plan.  Returns the snapshot and the wall seconds it took to converge and read."""
+    wall0 = time.perf_counter()
+    cluster = Cluster(nodes=nodes, control_planes=0, pod_startup=startup, virtual_time=True)
+    async with cluster:
+        assert cluster.plane is not None and cluster.plane.client is not None
+        client = cluster.plane.client
+        await client.create("daemonsets.apps", daemonset("agent:1", max_unavailable=max_unavailable))
+        while True:
+            status = (await client.get("daemonsets.apps", NAME, namespace=NS)).get("status") or {}
+            if status.get("numberAvailable") == nodes and status.get("updatedNumberScheduled") == nodes:
+                break
+            await asyncio.sleep(startup)
+        snapshot = await read_live(client)
+    return snapshot, time.perf_counter() - wall0

@@ -91,6 +91,7 @@ from everynode.scheduler.filters import (
 )
 from everynode.scheduler.nodeinfo import ANY_IP, NodeInfo
 from everynode.scheduler.podinfo import PodInfo
+from everynode.scheduler.scheduler import FAILED_SCHEDULING
 from everynode.scheduler.topologyspread import hard_constraints
 
 Obj = dict[str, Any]
@@ -307,7 +308,23 @@ def _event_message(event: Mapping[str, Any]) -> str:
 @dataclass(slots=True)
 class _Events:
     failed_scheduling: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)  # pod -> (t, msg)
+    failed_mount: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)  # pod -> (t, msg)
     failed_daemon_pod: dict[str, tuple[float, int, str]] = field(default_factory=dict)  # node -> (t, count, msg)
+
+
+FAILED_MOUNT = "FailedMount"  # the kubelet's reason for a volume or token it cannot mount yet
+# The Event reasons read here (``plan``'s copy writes no others).
+EVENT_REASONS = frozenset({FAILED_SCHEDULING, FAILED_MOUNT, FAILED_DAEMON_POD})
+
+
+def _keep_newest(held: dict[tuple[str, str], tuple[float, str]], event: Mapping[str, Any]) -> None:
+    """Keep the newest message of a reason per pod (the event's subject)."""
+    subject = _event_subject(event)
+    key = (subject.get("namespace") or _meta(event).get("namespace") or "", subject.get("name") or "")
+    t = _event_time(event)
+    kept = held.get(key)
+    if kept is None or t >= kept[0]:
+        held[key] = (t, _event_message(event))
 
 
 def _index_events(events: Iterable[Obj], ds: Obj) -> _Events:
@@ -316,13 +333,10 @@ def _index_events(events: Iterable[Obj], ds: Obj) -> _Events:
     out = _Events()
     for event in events:
         reason = event.get("reason")
-        if reason == "FailedScheduling":
-            subject = _event_subject(event)
-            key = (subject.get("namespace") or _meta(event).get("namespace") or "", subject.get("name") or "")
-            t = _event_time(event)
-            held = out.failed_scheduling.get(key)
-            if held is None or t >= held[0]:
-                out.failed_scheduling[key] = (t, _event_message(event))
+        if reason == FAILED_SCHEDULING:
+            _keep_newest(out.failed_scheduling, event)
+        elif reason == FAILED_MOUNT:
+            _keep_newest(out.failed_mount, event)
         elif reason == FAILED_DAEMON_POD:
             subject = _event_subject(event)
             if subject.get("uid") != ds_uid and (subject.get("namespace"), subject.get("name")) != (ds_ns, ds_name):
@@ -667,24 +681,30 @@ def _waiting(cs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return (cs.get("state") or {}).get("waiting")
 
 
-def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], now: float) -> str:
+def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], events: _Events, now: float) -> str:
     """A bound pod whose containers have not started, as ``kubectl get pod`` shows it
     (``ContainerCreating``, ``PodInitializing``, ``CreateContainerConfigError`` with the kubelet's
-    message) and how long ago it was bound.  No contract code covers "starting", so this is the
-    node's state, not a reason (see the report on issue 14 for the proposed code)."""
+    message) and how long ago it was bound; a pod still ``ContainerCreating`` also says what
+    ``kubectl describe pod`` shows it waits for: the kubelet's newest ``FailedMount`` event (a
+    ConfigMap, Secret or token that does not exist).  No contract code covers "starting", so this
+    is the node's state, not a reason (see the report on issue 14 for the proposed code)."""
     md = _meta(pod)
     name = md.get("name") or ""
     node = (pod.get("spec") or {}).get("nodeName") or ""
     scheduled = _scheduled_condition(pod)
     since = scheduled.get("lastTransitionTime") if scheduled.get("status") == "True" else None
     bound = f"bound to {node} {_ago(since, now)} ago" if since else f"bound to {node}"
+    mount = events.failed_mount.get((md.get("namespace") or "", name))
     for cs in statuses:
         waiting = _waiting(cs)
         if waiting and waiting.get("reason"):
-            message = f": {waiting.get('message')}" if waiting.get("message") else ""
+            said = waiting.get("message") or (mount[1] if mount and waiting.get("reason") == "ContainerCreating"
+                                               else None)
+            message = f": {said}" if said else ""
             return f"pod {name} Pending: container {cs.get('name', '')} {waiting.get('reason')}{message} ({bound})"
     if not statuses:
-        return f"pod {name} Pending: ContainerCreating, no container status reported yet ({bound})"
+        message = f": {mount[1]}" if mount else ", no container status reported yet"
+        return f"pod {name} Pending: ContainerCreating{message} ({bound})"
     return f"pod {name} Pending ({bound})"
 
 
@@ -734,7 +754,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
                                                 f"{'' if restarts == 1 else 's'}{exit_text}",
                                                 f"CrashLoopBackOff ({restarts} restarts)")])
     if phase == "Pending":
-        return _PodState(PENDING, [], _starting_text(pod, statuses, now), state_short=_starting_short(statuses))
+        return _PodState(PENDING, [], _starting_text(pod, statuses, events, now), state_short=_starting_short(statuses))
     ready = condition(pod, "Ready")
     if not is_pod_ready(pod):
         since = (ready or {}).get("lastTransitionTime")

@@ -72,6 +72,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+FAILED_SCHEDULING = "FailedScheduling"  # the reason of the scheduler's Events about a pod it cannot place
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 YIELD_EVERY = 64
@@ -414,7 +415,7 @@ class Scheduler(ControllerLifecycle):
                 return
             log.info("binding %s to %s failed: %s", pi.key, node_name, e)
             if pi.key in self._pending and queue is not None:
-                self.recorder.event(pi.pod, WARNING, "FailedScheduling", f"Binding rejected: {e}")
+                self.recorder.event(pi.pod, WARNING, FAILED_SCHEDULING, f"Binding rejected: {e}")
                 queue.requeue_after_error(pi.key, pi.priority)
             return
         except Exception:
@@ -469,7 +470,7 @@ class Scheduler(ControllerLifecycle):
                 self.recorder.event(v.pod, NORMAL, "Preempted",
                                     f"Preempted by pod {pi.uid} on node {nominated}")
             self._spawn(self._evict(pi, victims))
-        self.recorder.event(pi.pod, WARNING, "FailedScheduling", msg)
+        self.recorder.event(pi.pod, WARNING, FAILED_SCHEDULING, msg)
         patch = self._condition_patch(pi.pod, msg, nominated)
         if patch is not None:
             self._spawn(self._patch_status(pi, patch))

@@ -66,35 +66,46 @@ def pod_counts(c: SpreadConstraint, pod_namespace: str, other: PodInfo) -> bool:
     return c.selector.matches(other.labels)
 
 
+class _Domain:
+    """One topology value and its matching-pod count."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, value: str, count: int) -> None:
+        self.value = value
+        self.count = count
+
+
 class CriticalPaths:
     """The two smallest (value, count) domains as upstream keeps them (``criticalPaths``)."""
 
     __slots__ = ("paths",)
 
     def __init__(self) -> None:
-        self.paths: list[list[object]] = [["", _MAX], ["", _MAX]]
+        self.paths = [_Domain("", _MAX), _Domain("", _MAX)]
 
     def copy(self) -> CriticalPaths:
         c = CriticalPaths.__new__(CriticalPaths)
-        c.paths = [list(self.paths[0]), list(self.paths[1])]
+        first, second = self.paths
+        c.paths = [_Domain(first.value, first.count), _Domain(second.value, second.count)]
         return c
 
     @property
     def min(self) -> int:
-        return self.paths[0][1]  # type: ignore[return-value]
+        return self.paths[0].count
 
     def update(self, value: str, num: int) -> None:
         p = self.paths
-        i = 0 if value == p[0][0] else 1 if value == p[1][0] else -1
+        i = 0 if value == p[0].value else 1 if value == p[1].value else -1
         if i >= 0:
-            p[i][1] = num
-            if p[0][1] > p[1][1]:  # type: ignore[operator]
+            p[i].count = num
+            if p[0].count > p[1].count:
                 p[0], p[1] = p[1], p[0]
-        elif num < p[0][1]:  # type: ignore[operator]
+        elif num < p[0].count:
             p[1] = p[0]
-            p[0] = [value, num]
-        elif num < p[1][1]:  # type: ignore[operator]
-            p[1] = [value, num]
+            p[0] = _Domain(value, num)
+        elif num < p[1].count:
+            p[1] = _Domain(value, num)
 
 
 class SpreadState:

@@ -14,10 +14,10 @@ on `everynode up`.  What a user sees on a real cluster, and what is checked here
   (``Failed``, ``BackoffLimitExceeded``) after the back-off between its retries.
 * ``kubectl create pdb`` (protobuf too) and ``kubectl get pdb,jobs`` with upstream's columns.
 
-The workload is two bare pods on the drained node and ``--force``: the replacement is created
-by the test (:meth:`BareWorkload.replace`), standing in for the ReplicaSet of a Deployment.  Once
-Deployments are served, this becomes the Deployment test by making ``apply`` create a Deployment
-and ``replace`` wait for the ReplicaSet's replacement instead (and dropping ``--force``).
+Two workloads are drained: two bare pods with ``--force``, whose replacements the test creates
+(:meth:`BareWorkload.replace`), so each refusal and retry is under the test's control; and a
+Deployment without ``--force``, as users drain: its ReplicaSet replaces the evicted pod on another
+node, and the budget lets the second eviction through once that replacement is Ready.
 """
 
 from __future__ import annotations
@@ -39,18 +39,7 @@ NODE = "worker-1"
 OTHER = "worker-2"
 RETRY = ('(will retry after 5s): Cannot evict pod as it would violate the pod\'s disruption budget.')
 
-MANIFESTS = f"""
-apiVersion: v1
-kind: Namespace
-metadata: {{name: {NS}}}
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {{name: web, namespace: {NS}}}
-spec:
-  minAvailable: 2
-  selector: {{matchLabels: {{app: web}}}}
----
+AGENT = f"""
 apiVersion: apps/v1
 kind: DaemonSet
 metadata: {{name: agent, namespace: {NS}}}
@@ -61,6 +50,26 @@ spec:
     spec:
       containers: [{{name: agent, image: "registry.k8s.io/pause:3.9"}}]
 """
+
+
+
+def with_budget(min_available: int) -> str:
+    """The namespace, a budget on ``app=web`` and the DaemonSet ``agent``."""
+    return f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {NS}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web, namespace: {NS}}}
+spec:
+  minAvailable: {min_available}
+  selector: {{matchLabels: {{app: web}}}}
+---""" + AGENT
+
+
+MANIFESTS = with_budget(2)
 
 
 class Kubectl:
@@ -169,6 +178,48 @@ def test_drain_waits_for_the_disruption_budget(version: str, tmp_path: Path) -> 
 
         assert kubectl("uncordon", NODE).stdout.strip() == f"node/{NODE} uncordoned"
         assert not cluster.client.get("nodes", NODE)["spec"].get("unschedulable")
+
+
+DEPLOYMENT = f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: {NS}}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: nginx}}]
+"""
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.27"])
+def test_drain_a_deployment_waits_for_its_replacement(version: str, tmp_path: Path) -> None:
+    with everynode.Cluster(nodes=2, control_planes=1, pod_startup=1.0, port=0) as cluster:
+        kubectl = Kubectl(version, cluster.kubeconfig, tmp_path / "cache")
+        kubectl("cordon", OTHER)  # both replicas on NODE first
+        kubectl("apply", "-f", "-", input=with_budget(1) + "---" + DEPLOYMENT)
+        kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=60s")
+        web = BareWorkload(cluster)
+        first = web.on(NODE)
+        assert len(first) == 2
+        kubectl("uncordon", OTHER)
+        wait_until(lambda: budget(cluster).get("disruptionsAllowed") == 1, what="one disruption allowed")
+
+        drained = kubectl("drain", NODE, "--ignore-daemonsets", "--timeout=120s", timeout=150)
+        out, err = drained.stdout, drained.stderr
+        assert out.splitlines()[0] == f"node/{NODE} cordoned"
+        assert out.splitlines()[-1] == f"node/{NODE} drained"
+        assert all(f"pod/{name} evicted" in out for name in first), out
+        # the two evictions go together: the budget allows one, the other waits for its replacement
+        refusals = [line for line in err.splitlines() if line.endswith(RETRY)]
+        assert refusals and all(line.startswith('error when evicting pods/"web-') for line in refusals), err
+        assert "declare no controller" not in err
+        kubectl("rollout", "status", "deployment/web", "-n", NS, "--timeout=60s")
+        assert web.on(NODE) == [] and len(web.on(OTHER)) == 2
+        agents = cluster.client.list("pods", namespace=NS, label_selector="app=agent")["items"]
+        assert NODE in {p["spec"].get("nodeName") for p in agents}, "the DaemonSet's pod stays"
 
 
 FAILING_JOB = f"""

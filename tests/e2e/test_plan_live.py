@@ -55,8 +55,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Pa
 
 
 def normalized(answer: dict[str, Any]) -> dict[str, Any]:
-    """The answer without wall time and without the ages in messages ("(11m)", "for 3s")."""
-    out = {k: v for k, v in answer.items() if k != "wall_seconds"}
+    """The answer without wall times and without the ages in messages ("(11m)", "for 3s")."""
+    out = {k: v for k, v in answer.items() if k not in ("wall_seconds", "wall_phases")}
     for key in ("blocked", "pending"):
         out[key] = [{**r, "message": re.sub(r"\((for )?[0-9][^)]*\)|for [0-9]+[smhd]\w*", "", r["message"])}
                     for r in answer[key]]

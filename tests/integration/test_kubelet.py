@@ -70,6 +70,12 @@ class Cluster:
     async def get_node(self, name: str) -> Obj:
         return await self.client.get("nodes", name)
 
+    async def post_ready(self, name: str, status: str, reason: str, message: str) -> None:
+        """Write the node's Ready condition as someone other than its kubelet would."""
+        await self.client.patch("nodes", name, {"status": {"conditions": [
+            {"type": "Ready", "status": status, "reason": reason, "message": message}]}},
+            patch_type="strategic", subresource="status")
+
     async def lease(self, name: str) -> Obj:
         return await self.client.get("leases.coordination.k8s.io", name, namespace="kube-node-lease")
 
@@ -182,12 +188,30 @@ def test_not_ready_written_by_someone_else_is_reasserted() -> None:
             await c.node("w1")
             await asyncio.sleep(5)
             reports = c.kubelet.node_status_updates
-            await c.client.patch("nodes", "w1", {"status": {"conditions": [
-                {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
-                 "message": "Kubelet stopped posting node status."}]}}, patch_type="strategic", subresource="status")
+            await c.post_ready("w1", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")
             await asyncio.sleep(1)
             assert (cond(await c.get_node("w1"), "Ready") or {}).get("status") == "True"
             assert c.kubelet.node_status_updates == reports + 1
+
+    run_virtual(main())
+
+
+def test_a_kept_not_ready_status_is_reported_not_reasserted() -> None:
+    """A node whose status its kubelet keeps (``everynode.io/node-status: kept``) and that posts
+    Ready=False goes on posting it: every 300 s, with a new heartbeat, and no re-assertion."""
+    from everynode.kubelet.podstatus import KEPT, NODE_STATUS_ANNOTATION
+
+    async def main() -> None:
+        async with Cluster() as c:
+            await c.node("w1", annotations={NODE_STATUS_ANNOTATION: KEPT})
+            await asyncio.sleep(5)
+            reports = c.kubelet.node_status_updates
+            await c.post_ready("w1", "False", "KubeletNotReady", "container runtime network not ready")
+            await asyncio.sleep(301)
+            ready = cond(await c.get_node("w1"), "Ready") or {}
+            assert (ready.get("status"), ready.get("reason")) == ("False", "KubeletNotReady")
+            assert parse_rfc3339(ready["lastHeartbeatTime"]) > c.clock.now() - 300
+            assert c.kubelet.node_status_updates == reports + 1  # the periodic report, nothing more
 
     run_virtual(main())
 

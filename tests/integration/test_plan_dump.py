@@ -133,6 +133,25 @@ def test_the_same_plan_twice_gives_the_same_trace(files: dict[str, Path]) -> Non
     assert other["node_failures"] != trace["answer"]["node_failures"]
 
 
+def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> None:
+    """The copy writes no Events its answer does not read, no heartbeat (Lease renewals, status
+    reports that change nothing but heartbeat times: modelled) and runs no controller that would
+    have nothing to do: the trace, answer included, is the same as with every controller and
+    write a cluster has — with the preemption and the stuck node, and with node failures (whose
+    NotReady comes at the same instant from written heartbeats as from the model)."""
+    def traced(full_copy: bool, **failures: Any) -> dict[str, Any]:
+        result = plan(objects, pc.change(), PlanOptions(pod_startup=S, trace=True, full_copy=full_copy, **failures))
+        assert result.trace is not None
+        return result.trace
+
+    lean = traced(False)
+    assert lean["answer"]["preempted"] and lean["answer"]["pending"]
+    assert lean == traced(True)
+    lean = traced(False, node_failures=2, seed=7)
+    assert lean["answer"]["node_failures"] and lean["answer"]["blocked"]
+    assert lean == traced(True, node_failures=2, seed=7)
+
+
 def test_added_nodes_like_a_node_gain_a_pod(files: dict[str, Path]) -> None:
     answer = plan_json(files, "free", "--add-nodes", "2", "--like", "worker-1")
     assert answer["added_nodes"] == ["worker-1-like-1", "worker-1-like-2"]

@@ -10,7 +10,7 @@ import pytest
 
 from everynode.api import errors
 from everynode.api.defaults import apply_defaults
-from everynode.api.field import aggregate
+from everynode.api.field_errors import aggregate
 from everynode.api.gobase64 import base64_error
 from everynode.api.registry import resource
 from everynode.api.validation import validate_create, validate_update

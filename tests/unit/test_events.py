@@ -225,3 +225,31 @@ async def test_full_queue_is_logged_once_per_interval(clock, caplog):
         assert len(caplog.records) == 2
         assert caplog.records[1].getMessage().startswith("event queue full; dropped 3002 event(s) so far")
     await rec.close()
+
+
+async def test_written_reasons_write_what_writing_all_would_of_those_reasons(clock):
+    """A recorder that writes only some reasons still correlates every event: the ones it writes
+    are exactly those (names, counts, spam-filter losses) a recorder writing all would write."""
+    def feed(rec: EventRecorder) -> None:
+        for i in range(30):  # 30 events about one pod: the spam filter's 25 tokens run out
+            rec.event(POD, NORMAL, "Pulled", f"image {i}")
+            if i % 10 == 9:
+                rec.event(POD, WARNING, "FailedMount", "configmap \"cfg\" not found")
+            clock.t += 1
+
+    t0 = clock.t
+    everything, some = EventSink(), EventSink()
+    rec_all = EventRecorder(everything, component="kubelet", clock=clock)
+    feed(rec_all)
+    await rec_all.flush()
+    clock.t = t0
+    rec_some = EventRecorder(some, component="kubelet", clock=clock, written_reasons=frozenset({"FailedMount"}))
+    feed(rec_some)
+    await rec_some.flush()
+    wanted = {k: v for k, v in everything.events.items() if v["reason"] == "FailedMount"}
+    assert some.events == wanted and wanted
+    assert next(iter(wanted.values()))["count"] == 2  # the third was refused by the spam filter
+    # 33 events: 8 refused by the spam filter, 2 FailedMount written (create, count patch), 23 withheld
+    assert rec_some.stats.withheld == 23 and rec_some.stats.skipped == rec_all.stats.skipped == 8
+    await rec_all.close()
+    await rec_some.close()

@@ -92,3 +92,65 @@ def test_report_would_change_only_for_more_than_heartbeat_times() -> None:
     gpu = {**healthy["status"]["capacity"], "gpu": "1"}
     assert report_would_change(_reported(capacity=gpu), ip="10.0.0.1", hostname="w1")  # allocatable gains it
     assert not report_would_change(_reported(capacity=gpu, allocatable=gpu), ip="10.0.0.1", hostname="w1")
+
+
+def _node(conditions: list[dict[str, Any]], *, kept: bool, **status: Any) -> dict[str, Any]:
+    annotations = {podstatus.NODE_STATUS_ANNOTATION: podstatus.KEPT} if kept else {}
+    return {"metadata": {"name": "w1", "uid": "u1", "annotations": annotations},
+            "status": {"conditions": conditions, **status}}
+
+
+def _cond(type_: str, status: str, reason: str = "R", message: str = "M") -> dict[str, Any]:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastHeartbeatTime": EARLIER, "lastTransitionTime": EARLIER}
+
+
+REAL_ADDRESSES = [{"type": "InternalIP", "address": "10.128.0.7"}, {"type": "Hostname", "address": "w1"}]
+REAL_INFO = {"kubeletVersion": "v1.30.4", "containerRuntimeVersion": "containerd://1.7.20"}
+
+
+@pytest.mark.parametrize(("given", "kept", "expected"), [
+    # (type, status) of the node → (type, status, reason) reported; kept: as found, heartbeat refreshed
+    ([("MemoryPressure", "True")], True, {"MemoryPressure": ("True", "R"), "Ready": ("True", "KubeletReady")}),
+    ([("MemoryPressure", "True")], False, {"MemoryPressure": ("False", "KubeletHasSufficientMemory")}),
+    ([("Ready", "False")], True, {"Ready": ("False", "R")}),
+    ([("Ready", "False")], False, {"Ready": ("True", "KubeletReady")}),
+    # Unknown is the node lifecycle controller's word, not a kubelet's: a running kubelet reports its own
+    ([("Ready", "Unknown"), ("DiskPressure", "Unknown")], True,
+     {"Ready": ("True", "KubeletReady"), "DiskPressure": ("False", "KubeletHasNoDiskPressure")}),
+    ([], True, {"PIDPressure": ("False", "KubeletHasSufficientPID"), "Ready": ("True", "KubeletReady")}),
+])
+def test_node_conditions_reported(given: list[tuple[str, str]], kept: bool,
+                                  expected: dict[str, tuple[str, str]]) -> None:
+    node = _node([_cond(t, s) for t, s in given], kept=kept)
+    reported = {c["type"]: c for c in podstatus.node_conditions(node, NOW)}
+    assert set(reported) == {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}
+    for type_, (status, reason) in expected.items():
+        c = reported[type_]
+        assert (c["status"], c["reason"], c["lastHeartbeatTime"]) == (status, reason, NOW)
+        kept_as_found = kept and (type_, status) in given
+        assert c["lastTransitionTime"] == (EARLIER if kept_as_found else NOW)
+        if kept_as_found:
+            assert c["message"] == "M"
+
+
+def test_a_kept_node_reports_its_own_addresses_and_node_info() -> None:
+    resources = {"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    node = _node([_cond(t, "True" if t in ("MemoryPressure", "Ready") else "False")
+                  for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")],
+                 kept=True, addresses=REAL_ADDRESSES, nodeInfo=REAL_INFO, capacity=resources,
+                 allocatable={**resources, "cpu": "3920m"}, daemonEndpoints={"kubeletEndpoint": {"Port": 10250}})
+    report = podstatus.node_status_report(node, ip="10.0.0.2", hostname="w1", now=NOW)
+    assert report["addresses"] == REAL_ADDRESSES and report["nodeInfo"] == REAL_INFO
+    assert report["allocatable"]["cpu"] == "3920m" and report["allocatable"]["nvidia.com/gpu"] == "8"
+    assert podstatus.node_internal_ip(node, "10.0.0.2") == "10.128.0.7"
+    assert not podstatus.report_would_change(node, ip="10.0.0.2", hostname="w1")  # only heartbeats
+    healthy = _node([_cond("MemoryPressure", "True")], kept=False, addresses=REAL_ADDRESSES, nodeInfo=REAL_INFO)
+    report = podstatus.node_status_report(healthy, ip="10.0.0.2", hostname="w1", now=NOW)
+    assert report["addresses"][0] == {"type": "InternalIP", "address": "10.0.0.2"}
+    assert report["nodeInfo"]["kubeletVersion"] == podstatus.KUBELET_VERSION
+    assert podstatus.node_internal_ip(healthy, "10.0.0.2") == "10.0.0.2"
+    assert podstatus.report_would_change(healthy, ip="10.0.0.2", hostname="w1")
+    bare = _node([], kept=True)  # a kept node that says nothing yet is reported as a healthy one
+    report = podstatus.node_status_report(bare, ip="10.0.0.2", hostname="w1", now=NOW)
+    assert report["addresses"][0]["address"] == "10.0.0.2" and report["nodeInfo"]["osImage"] == podstatus.OS_IMAGE

@@ -81,3 +81,26 @@ def test_negative_int64():
 def test_garbage_raises_value_error(data):
     with pytest.raises(ValueError):
         decode(data)
+
+
+def _pod_template(container: bytes) -> bytes:
+    """A PodTemplateSpec: one container and an image pull secret (PodSpec fields 2 and 15)."""
+    return _ld(2, _ld(2, container) + _ld(15, _ld(1, b"regcred")))
+
+
+CONTAINER = _ld(1, b"c") + _ld(2, b"img") + _ld(6, bytes([3 << 3, 80]))  # containerPort 80
+POD_SPEC_JSON = {"containers": [{"name": "c", "image": "img", "ports": [{"containerPort": 80}]}],
+                 "imagePullSecrets": [{"name": "regcred"}]}
+
+
+def test_one_pod_template_for_deployments_jobs_and_cronjobs():
+    """A Deployment, a Job and a CronJob's Job template decode their pod templates alike (one
+    table): the container's ports and the pod's imagePullSecrets are read in each."""
+    template = _pod_template(CONTAINER)
+    deployment = _ld(2, _ld(3, template))
+    assert decode(_envelope("apps/v1", "Deployment", deployment))["spec"] == {"template": {"spec": POD_SPEC_JSON}}
+    job_spec = _ld(6, template)
+    assert decode(_envelope("batch/v1", "Job", _ld(2, job_spec)))["spec"] == {"template": {"spec": POD_SPEC_JSON}}
+    cron = _ld(2, _ld(1, b"* * * * *") + _ld(5, _ld(2, job_spec)))
+    assert decode(_envelope("batch/v1", "CronJob", cron))["spec"] == {
+        "schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": POD_SPEC_JSON}}}}

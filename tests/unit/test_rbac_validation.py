@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from everynode.api import rbac
-from everynode.api.field import FieldError, aggregate
+from everynode.api.field_errors import FieldError, aggregate
 from everynode.api.validation import rbac as v
 
 Obj = dict[str, Any]

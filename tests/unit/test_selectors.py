@@ -18,6 +18,7 @@ from everynode.api.selectors import (
     new_requirement,
     parse_field_selector,
     parse_label_selector,
+    selecting,
     selector_from_set,
 )
 
@@ -402,3 +403,16 @@ def test_field_selector_transform() -> None:
 @pytest.mark.parametrize("value", ["plain", "a,b", "a=b", "a\\b", "\\,=", ""])
 def test_escape_round_trip(value: str) -> None:
     assert parse_field_selector("f=" + escape_field_value(value)).exact_value("f") == value
+
+
+def test_selecting_is_upstreams_controller_lookup_by_labels():
+    """``GetPodDaemonSets``/``GetPodReplicaSets``: no labels → no controller (even for a selector
+    of DoesNotExist terms that an empty label set satisfies); an empty or missing selector
+    selects nothing."""
+    absent = label_selector_from_dict({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]})
+    app = label_selector_from_dict({"matchLabels": {"app": "a"}})
+    candidates = {"absent": absent, "app": app, "empty": label_selector_from_dict({}), "none": None}
+    assert selecting(candidates, None, candidates.get) == []
+    assert selecting(candidates, {}, candidates.get) == []
+    assert selecting(candidates, {"app": "a"}, candidates.get) == ["absent", "app"]
+    assert selecting(candidates, {"x": "1"}, candidates.get) == []

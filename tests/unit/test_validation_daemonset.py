@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from everynode.api.defaults import apply_defaults
-from everynode.api.field import aggregate
+from everynode.api.field_errors import aggregate
 from everynode.api.validation import validate_create, validate_status_update, validate_update
 
 Obj = dict[str, Any]

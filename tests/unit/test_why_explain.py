@@ -396,6 +396,29 @@ def test_a_bound_pod_still_starting_says_what_the_kubelet_reports() -> None:
                                  "(bound to fresh 3s ago)")
 
 
+def test_a_pod_waiting_for_a_mount_says_what_it_waits_for() -> None:
+    # kubeadm-kuberouter-all-features.yaml on a cluster not made by kubeadm: the kubelet's newest
+    # FailedMount event is what `kubectl describe pod` shows, and what why says.
+    ds = daemonset()
+    creating = [{"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]
+    mounting = pod("a", "mounting", ds, phase="Pending", ready=False, containers=creating)
+    unreported = pod("b", "unreported", ds, phase="Pending", ready=False)
+    other = pod("c", "other", ds, phase="Pending", ready=False, containers=creating)
+
+    def failed_mount(pod_name: str, message: str, ago: float) -> dict[str, Any]:
+        return {"kind": "Event", "reason": "FailedMount", "type": "Warning", "message": message,
+                "lastTimestamp": ts(ago), "involvedObject": {"kind": "Pod", "namespace": NS, "name": pod_name}}
+
+    missing = 'MountVolume.SetUp failed for volume "kubeconfig" : configmap "kube-proxy" not found'
+    events = [failed_mount("a", 'MountVolume.SetUp failed for volume "x" : configmap "old" not found', 30),
+              failed_mount("a", missing, 2), failed_mount("b", missing, 1)]
+    got = explained(ds, [node("mounting"), node("unreported"), node("other")], [mounting, unreported, other], events)
+    assert all((nv.verdict, nv.reasons) == ("pending", []) for nv in got.values())
+    assert got["mounting"].line == f"pod a Pending: container main ContainerCreating: {missing} (bound to mounting)"
+    assert got["unreported"].line == f"pod b Pending: ContainerCreating: {missing} (bound to unreported)"
+    assert got["other"].line == "pod c Pending: container main ContainerCreating (bound to other)"
+
+
 def test_a_dump_is_explained_at_its_own_newest_timestamp(tmp_path: Path) -> None:
     from everynode.product.clusterdump import dump_time
     from everynode.product.commands_why import dump_now, explain_dump

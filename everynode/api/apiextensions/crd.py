@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.apiextensions import jsonpath
 from everynode.api.apiextensions.structural import structural_errors
-from everynode.api.field import FieldError
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_dns1035_label, is_dns1123_subdomain, name_is_dns_subdomain
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 

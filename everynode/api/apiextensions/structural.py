@@ -51,8 +51,8 @@ from typing import Any
 
 import orjson
 
-from everynode.api import field as fielderr
-from everynode.api.field import FieldError
+from everynode.api import field_errors as fielderr
+from everynode.api.field_errors import FieldError
 from everynode.api.meta import deep_copy
 from everynode.api.schema import OPEN, Node, definition_node
 

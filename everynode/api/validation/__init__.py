@@ -8,7 +8,7 @@ Three entry points, keyed by the registry's resource key (``"pods"``, ``"daemons
   status over (strategy ``PrepareForUpdate``), as upstream does before validating;
 * :func:`validate_status_update` — a ``/status`` update; the caller has carried the old spec over.
 
-All functions are pure and return a list of :class:`~everynode.api.field.FieldError` (empty =
+All functions are pure and return a list of :class:`~everynode.api.field_errors.FieldError` (empty =
 valid); the API layer turns a non-empty list into a 422 Invalid Status.  Unknown resource keys
 validate as bare ObjectMeta, so a newly registered kind is never accepted unchecked.
 """
@@ -18,10 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from everynode.api.field import FieldError
+from everynode.api.field_errors import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.registry import resource
-from everynode.api.validation import apps, batch, builtin, core, other, pod, policy, rbac, workloads
+from everynode.api.validation import (
+    apps,
+    batch,
+    builtin,
+    coordination,
+    core,
+    discovery,
+    pod,
+    policy,
+    rbac,
+    scheduling,
+    workloads,
+)
 from everynode.api.validation.meta import validate_object_meta, validate_object_meta_update
 
 Obj = dict[str, Any]
@@ -52,9 +64,9 @@ _CREATE: dict[str, CreateFn] = {
     "events": core.validate_event_create,
     "events.events.k8s.io": core.validate_events_v1_create,
     "endpoints": core.validate_endpoints_create,
-    "leases.coordination.k8s.io": other.validate_lease_create,
-    "priorityclasses.scheduling.k8s.io": other.validate_priority_class_create,
-    "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_create,
+    "leases.coordination.k8s.io": coordination.validate_lease_create,
+    "priorityclasses.scheduling.k8s.io": scheduling.validate_priority_class_create,
+    "endpointslices.discovery.k8s.io": discovery.validate_endpoint_slice_create,
     "deployments.apps": workloads.validate_deployment_create,
     "replicasets.apps": workloads.validate_replica_set_create,
     "roles.rbac.authorization.k8s.io": rbac.validate_role_create,
@@ -78,9 +90,9 @@ _UPDATE: dict[str, UpdateFn] = {
     "events": core.validate_event_update,
     "events.events.k8s.io": _revalidated(core.validate_events_v1_create),
     "endpoints": _revalidated(core.validate_endpoints_create),
-    "leases.coordination.k8s.io": other.validate_lease_update,
-    "priorityclasses.scheduling.k8s.io": other.validate_priority_class_update,
-    "endpointslices.discovery.k8s.io": other.validate_endpoint_slice_update,
+    "leases.coordination.k8s.io": coordination.validate_lease_update,
+    "priorityclasses.scheduling.k8s.io": scheduling.validate_priority_class_update,
+    "endpointslices.discovery.k8s.io": discovery.validate_endpoint_slice_update,
     "deployments.apps": workloads.validate_deployment_update,
     "replicasets.apps": workloads.validate_replica_set_update,
     "roles.rbac.authorization.k8s.io": rbac.validate_role_update,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_valid_percent, name_is_dns_subdomain
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
@@ -28,6 +28,7 @@ from everynode.api.validation.meta import (
     validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_counters,
 )
 from everynode.api.validation.pod import validate_pod_template_spec
 
@@ -153,11 +154,16 @@ def validate_daemon_set_update(new: Obj, old: Obj) -> list[FieldError]:
 def validate_daemon_set_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    for name in DAEMON_SET_STATUS_COUNTERS:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
-    errs.extend(validate_nonnegative(status.get("collisionCount"), "status.collisionCount"))
-    new_count = status.get("collisionCount")
-    old_count = as_dict(old.get("status")).get("collisionCount")
+    errs.extend(validate_status_counters(status, DAEMON_SET_STATUS_COUNTERS))
+    errs.extend(validate_collision_count_update(status, as_dict(old.get("status"))))
+    return errs
+
+
+def validate_collision_count_update(new_status: Obj, old_status: Obj) -> list[FieldError]:
+    """``status.collisionCount`` (DaemonSets, Deployments): not negative, never decremented."""
+    errs = validate_nonnegative(new_status.get("collisionCount"), "status.collisionCount")
+    new_count = new_status.get("collisionCount")
+    old_count = old_status.get("collisionCount")
     if isinstance(old_count, int) and (new_count is None or (isinstance(new_count, int) and new_count < old_count)):
         errs.append(field.invalid("status.collisionCount", new_count if isinstance(new_count, int) else 0,
                                   "cannot be decremented"))

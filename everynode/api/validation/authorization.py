@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.validation.meta import as_dict, as_list, as_str
 
 Obj = dict[str, Any]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_dns1123_label, name_is_dns_subdomain
 from everynode.api.validation.meta import (
     as_dict,
@@ -31,6 +31,7 @@ from everynode.api.validation.meta import (
     validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_counters,
 )
 from everynode.api.validation.pod import validate_pod_template_spec
 
@@ -173,8 +174,7 @@ def validate_job_update(new: Obj, old: Obj) -> list[FieldError]:
 def validate_job_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    for name in JOB_STATUS_COUNTERS:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+    errs.extend(validate_status_counters(status, JOB_STATUS_COUNTERS))
     uncounted = as_dict(status.get("uncountedTerminatedPods"))
     seen: set[str] = set()
     for kind in ("succeeded", "failed"):

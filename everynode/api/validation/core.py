@@ -21,8 +21,8 @@ import binascii
 import ipaddress
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import (
     is_config_map_key,
     is_dns1123_subdomain,
@@ -44,6 +44,7 @@ from everynode.api.validation.meta import (
     dicts,
     index,
     key,
+    required_enum,
     validate_dns1123_label,
     validate_immutable,
     validate_kube_finalizer_name,
@@ -124,10 +125,7 @@ def validate_taints(taints: Any, path: str) -> list[FieldError]:
         if msgs:
             errs.append(field.invalid(child(taint_path, "value"), value, ";".join(msgs)))
         effect = as_str(taint.get("effect"))
-        if not effect:
-            errs.append(field.required(child(taint_path, "effect")))
-        elif effect not in TAINT_EFFECTS:
-            errs.append(field.not_supported(child(taint_path, "effect"), effect, TAINT_EFFECTS))
+        errs.extend(required_enum(effect, child(taint_path, "effect"), TAINT_EFFECTS))
         if taint_key in seen.get(effect, ()):
             errs.append(field.FieldError("Duplicate", taint_path, taint, "taints must be unique by key and effect pair"))
             continue
@@ -197,11 +195,7 @@ def _validate_service_port(port: Obj, *, require_name: bool, names: set[str], pa
             names.add(name)
     number = as_int(port.get("port"))
     errs.extend(field.invalid(child(path, "port"), number, m) for m in is_valid_port_num(number))
-    protocol = as_str(port.get("protocol"))
-    if not protocol:
-        errs.append(field.required(child(path, "protocol")))
-    elif protocol not in SUPPORTED_PORT_PROTOCOLS:
-        errs.append(field.not_supported(child(path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
+    errs.extend(required_enum(as_str(port.get("protocol")), child(path, "protocol"), SUPPORTED_PORT_PROTOCOLS))
     errs.extend(validate_port_num_or_name(port.get("targetPort", 0), child(path, "targetPort")))
     if port.get("appProtocol") is not None:
         errs.extend(validate_qualified_name(as_str(port["appProtocol"]), child(path, "appProtocol")))
@@ -236,10 +230,7 @@ def _validate_service_spec(svc: Obj) -> list[FieldError]:
     if spec.get("selector") is not None:
         errs.extend(validate_labels(spec["selector"], "spec.selector"))
     affinity = as_str(spec.get("sessionAffinity"))
-    if not affinity:
-        errs.append(field.required("spec.sessionAffinity"))
-    elif affinity not in SESSION_AFFINITIES:
-        errs.append(field.not_supported("spec.sessionAffinity", affinity, SESSION_AFFINITIES))
+    errs.extend(required_enum(affinity, "spec.sessionAffinity", SESSION_AFFINITIES))
     if affinity == "ClientIP":
         timeout = as_dict(as_dict(spec.get("sessionAffinityConfig")).get("clientIP")).get("timeoutSeconds")
         if not isinstance(timeout, int) or not 0 < timeout <= 86400:
@@ -249,10 +240,7 @@ def _validate_service_spec(svc: Obj) -> list[FieldError]:
         errs.append(field.forbidden("spec.sessionAffinityConfig", "must not be set when session affinity is None"))
     for i, ip in enumerate(as_list(spec.get("externalIPs"))):
         errs.extend(_validate_ip(as_str(ip), index("spec.externalIPs", i)))
-    if not svc_type:
-        errs.append(field.required("spec.type"))
-    elif svc_type not in SERVICE_TYPES:
-        errs.append(field.not_supported("spec.type", svc_type, SERVICE_TYPES))
+    errs.extend(required_enum(svc_type, "spec.type", SERVICE_TYPES))
     if svc_type == "ClusterIP":
         for i, port in ports:
             if as_int(port.get("nodePort")):
@@ -280,10 +268,8 @@ def _validate_service_spec(svc: Obj) -> list[FieldError]:
         if etp:
             errs.append(field.invalid("spec.externalTrafficPolicy", etp,
                                       "may only be set for externally-accessible services"))
-    elif not etp:
-        errs.append(field.required("spec.externalTrafficPolicy"))
-    elif etp not in TRAFFIC_POLICIES:
-        errs.append(field.not_supported("spec.externalTrafficPolicy", etp, TRAFFIC_POLICIES))
+    else:
+        errs.extend(required_enum(etp, "spec.externalTrafficPolicy", TRAFFIC_POLICIES))
     itp = spec.get("internalTrafficPolicy")
     if itp is None:
         if svc_type in ("NodePort", "LoadBalancer", "ClusterIP"):
@@ -543,11 +529,8 @@ def validate_endpoints_create(ep: Obj) -> list[FieldError]:
                 errs.extend(validate_dns1123_label(name, child(port_path, "name")))
             number = as_int(port.get("port"))
             errs.extend(field.invalid(child(port_path, "port"), number, m) for m in is_valid_port_num(number))
-            protocol = as_str(port.get("protocol"))
-            if not protocol:
-                errs.append(field.required(child(port_path, "protocol")))
-            elif protocol not in SUPPORTED_PORT_PROTOCOLS:
-                errs.append(field.not_supported(child(port_path, "protocol"), protocol, SUPPORTED_PORT_PROTOCOLS))
+            errs.extend(required_enum(as_str(port.get("protocol")), child(port_path, "protocol"),
+                                      SUPPORTED_PORT_PROTOCOLS))
     return errs
 
 

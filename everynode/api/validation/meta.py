@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_dns1123_label, is_qualified_name, is_valid_label_value
 from everynode.memo import remember
 
@@ -79,6 +79,23 @@ def dicts(value: Any) -> Iterable[tuple[int, Obj]]:
 def validate_nonnegative(value: Any, path: str) -> list[FieldError]:
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         return [field.invalid(path, value, IS_NEGATIVE_ERROR_MSG)]
+    return []
+
+
+def validate_status_counters(status: Obj, names: Iterable[str]) -> list[FieldError]:
+    """Each named ``status`` counter is not negative (the status rule of every workload kind)."""
+    errs: list[FieldError] = []
+    for name in names:
+        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+    return errs
+
+
+def required_enum(value: str, path: str, supported: Any) -> list[FieldError]:
+    """A required field with a fixed set of values: ``Required value`` or ``Unsupported value``."""
+    if not value:
+        return [field.required(path)]
+    if value not in supported:
+        return [field.not_supported(path, value, supported)]
     return []
 
 

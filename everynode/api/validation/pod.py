@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import (
     inclusive_range_error,
     is_config_map_key,
@@ -48,6 +48,7 @@ from everynode.api.validation.meta import (
     dicts,
     index,
     key,
+    required_enum,
     validate_annotations,
     validate_dns1123_label,
     validate_label_name,
@@ -276,15 +277,6 @@ def _validate_ports(ports: Any, path: str) -> list[FieldError]:
         protocol = as_str(port.get("protocol"))
         errs.extend(required_enum(protocol, child(port_path, "protocol"), SUPPORTED_PORT_PROTOCOLS))
     return errs
-
-
-def required_enum(value: str, path: str, supported: Any) -> list[FieldError]:
-    """A required field with a fixed set of values: ``Required value`` or ``Unsupported value``."""
-    if not value:
-        return [field.required(path)]
-    if value not in supported:
-        return [field.not_supported(path, value, supported)]
-    return []
 
 
 def _validate_key_selector(ref: Obj, path: str) -> list[FieldError]:
@@ -575,11 +567,8 @@ def _validate_container_common(ctr: Obj, volumes: dict[str, Obj], path: str) -> 
     errs.extend(_validate_env(ctr.get("env"), child(path, "env")))
     errs.extend(_validate_env_from(ctr.get("envFrom"), child(path, "envFrom")))
     errs.extend(_validate_volume_mounts(ctr.get("volumeMounts"), volumes, child(path, "volumeMounts")))
-    pull = as_str(ctr.get("imagePullPolicy"))
-    if not pull:
-        errs.append(field.required(child(path, "imagePullPolicy")))
-    elif pull not in PULL_POLICIES:
-        errs.append(field.not_supported(child(path, "imagePullPolicy"), pull, sorted(PULL_POLICIES)))
+    errs.extend(required_enum(as_str(ctr.get("imagePullPolicy")), child(path, "imagePullPolicy"),
+                              sorted(PULL_POLICIES)))
     errs.extend(validate_resource_requirements(ctr.get("resources"), child(path, "resources")))
     return errs
 

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.validation.apps import _not_more_than_100_percent, _validate_positive_int_or_percent
 from everynode.api.validation.meta import (
     as_dict,
     child,
     validate_label_selector,
-    validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_counters,
 )
 
 Obj = dict[str, Any]
@@ -68,6 +68,5 @@ def validate_pod_disruption_budget_update(new: Obj, old: Obj) -> list[FieldError
 def validate_pod_disruption_budget_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    for name in PDB_STATUS_COUNTERS:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+    errs.extend(validate_status_counters(status, PDB_STATUS_COUNTERS))
     return errs

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import is_valid_label_value, name_is_dns_subdomain, name_is_path_segment
 from everynode.api.rbac import GROUP_KIND, GROUP_NAME, SERVICE_ACCOUNT_KIND, USER_KIND
 from everynode.api.selectors import SelectorError, label_selector_from_dict

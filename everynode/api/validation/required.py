@@ -26,8 +26,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.schema import Node, definitions, kind_node
 
 Obj = dict[str, Any]

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field
-from everynode.api.field import FieldError
+from everynode.api import field_errors as field
+from everynode.api.field_errors import FieldError
 from everynode.api.names import name_is_dns_subdomain
 from everynode.api.validation.apps import (
     _int_or_percent_value,
     _not_more_than_100_percent,
     _validate_positive_int_or_percent,
+    validate_collision_count_update,
 )
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
@@ -38,6 +39,7 @@ from everynode.api.validation.meta import (
     validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_status_counters,
 )
 from everynode.api.validation.pod import validate_pod_template_spec
 
@@ -159,13 +161,6 @@ def validate_deployment_update(new: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
-def _validate_counters(status: Obj, names: tuple[str, ...]) -> list[FieldError]:
-    errs: list[FieldError] = []
-    for name in names:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
-    return errs
-
-
 def _count(status: Obj, name: str) -> int:
     value = status.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
@@ -177,26 +172,16 @@ def _not_above(status: Obj, name: str, limit: str, message: str) -> list[FieldEr
     return []
 
 
-def _collision_count_kept(new_status: Obj, old_status: Obj) -> list[FieldError]:
-    errs = validate_nonnegative(new_status.get("collisionCount"), "status.collisionCount")
-    new_count = new_status.get("collisionCount")
-    old_count = old_status.get("collisionCount")
-    if isinstance(old_count, int) and (new_count is None or (isinstance(new_count, int) and new_count < old_count)):
-        errs.append(field.invalid("status.collisionCount", new_count if isinstance(new_count, int) else 0,
-                                  "cannot be decremented"))
-    return errs
-
-
 def validate_deployment_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    errs.extend(_validate_counters(status, ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
-                                            "availableReplicas", "unavailableReplicas")))
+    errs.extend(validate_status_counters(status, ("observedGeneration", "replicas", "updatedReplicas",
+                                                  "readyReplicas", "availableReplicas", "unavailableReplicas")))
     errs.extend(_not_above(status, "updatedReplicas", "replicas", GREATER_THAN_REPLICAS))
     errs.extend(_not_above(status, "readyReplicas", "replicas", GREATER_THAN_REPLICAS))
     errs.extend(_not_above(status, "availableReplicas", "replicas", GREATER_THAN_REPLICAS))
     errs.extend(_not_above(status, "availableReplicas", "readyReplicas", GREATER_THAN_READY))
-    errs.extend(_collision_count_kept(status, as_dict(old.get("status"))))
+    errs.extend(validate_collision_count_update(status, as_dict(old.get("status"))))
     return errs
 
 
@@ -226,8 +211,8 @@ def validate_replica_set_update(new: Obj, old: Obj) -> list[FieldError]:
 def validate_replica_set_status_update(new: Obj, old: Obj) -> list[FieldError]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     status = as_dict(new.get("status"))
-    errs.extend(_validate_counters(status, ("replicas", "fullyLabeledReplicas", "readyReplicas",
-                                            "availableReplicas", "observedGeneration")))
+    errs.extend(validate_status_counters(status, ("replicas", "fullyLabeledReplicas", "readyReplicas",
+                                                  "availableReplicas", "observedGeneration")))
     errs.extend(_not_above(status, "fullyLabeledReplicas", "replicas", GREATER_THAN_REPLICAS))
     errs.extend(_not_above(status, "readyReplicas", "replicas", GREATER_THAN_REPLICAS))
     errs.extend(_not_above(status, "availableReplicas", "replicas", GREATER_THAN_REPLICAS))

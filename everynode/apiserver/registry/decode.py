@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
 from everynode.api.typecheck import TypeProblem, check_object, go_decode_message, is_structural, smd_errors
 from everynode.apiserver.registry.options import RequestOptions

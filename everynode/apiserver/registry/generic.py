@@ -31,11 +31,11 @@ as they are, and a watch delivers the store's shared events.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.defaults import apply_defaults
 from everynode.api.registry import ResourceType
@@ -583,7 +583,7 @@ class ResourceStore:
                       field_selector: str | None = None, resource_version: str | None = None,
                       allow_bookmarks: bool = False, send_initial_events: bool | None = None,
                       timeout_seconds: float | None = None, resource_version_match: str | None = None
-                      ) -> AsyncIterator[watching.Batch]:
+                      ) -> watching.Batches:
         return watching.watch_batches(
             self.ctx, self.rt, namespace, label_selector=label_selector, field_selector=field_selector,
             resource_version=resource_version, allow_bookmarks=allow_bookmarks,

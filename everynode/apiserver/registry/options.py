@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
-from everynode.api.fields import check_field_selector, selectable_fields
+from everynode.api import field_errors as fielderr
 from everynode.api.rbac import UserInfo
 from everynode.api.registry import ResourceType
+from everynode.api.selectable_fields import check_field_selector, selectable_fields
 from everynode.api.selectors import SelectorError, parse_field_selector, parse_label_selector
 from everynode.apiserver.authorization import ADMIN
 from everynode.storage.base import Predicate

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.registry import ResourceType
 from everynode.api.validation import validate_create, validate_status_update, validate_update

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from everynode.api import errors
@@ -27,10 +27,13 @@ from everynode.apiserver.registry.options import (
     too_large_rv,
 )
 from everynode.storage.base import ExpiredError, Predicate, WatchEvent
+from everynode.storage.watch import StoreWatcher
 
 Obj = dict[str, Any]
 Batch = list[WatchEvent]
 """Events that were ready together, in order (sent in one transport write)."""
+Batches = AsyncGenerator[Batch, None]
+"""A watch in batches; ``aclose()`` ends it at once (a transport whose client went away)."""
 
 MIN_WATCH_TIMEOUT = 1800.0  # --min-request-timeout; an unbounded watch ends after 1-2× this
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -43,7 +46,7 @@ def watch_batches(ctx: ServerContext, rt: ResourceType, namespace: str | None, *
                   label_selector: str | None = None, field_selector: str | None = None,
                   resource_version: str | None = None, allow_bookmarks: bool = False,
                   send_initial_events: bool | None = None, timeout_seconds: float | None = None,
-                  resource_version_match: str | None = None) -> AsyncIterator[list[WatchEvent]]:
+                  resource_version_match: str | None = None) -> Batches:
     """A watch in batches: each item is a non-empty list of the events that were ready together
     (in order).  Bad selectors and options raise ApiError here, before any event; a
     resourceVersion older than the history window yields one ERROR event (410 Expired) and ends,
@@ -80,7 +83,7 @@ async def wait_for_resource_version(ctx: ServerContext, resource_version: str | 
 
 async def _stream(ctx: ServerContext, rt: ResourceType, ns: str | None, predicate: Predicate | None,
                   requested: int | None, initial: bool, end_bookmark: bool, bookmarks: bool,
-                  timeout: float) -> AsyncIterator[list[WatchEvent]]:
+                  timeout: float) -> Batches:
     await ctx.ready()
     store = ctx.store
     initial_items: list[Obj] = []
@@ -106,12 +109,11 @@ async def _stream(ctx: ServerContext, rt: ResourceType, ns: str | None, predicat
         initial_items = []
         if end_bookmark:
             yield [bookmark(rt, since, initial_end=True)]
-        wait = getattr(watch, "wait", None)
-        drain = getattr(watch, "drain", None)
-        if wait is None or drain is None:  # a Watch that only iterates
+        if not isinstance(watch, StoreWatcher):  # a Watch that only iterates (a custom resource's view)
             async for event in _with_bookmarks(watch, ctx, rt, bookmarks):
                 yield [event]
             return
+        wait, drain = watch.wait, watch.drain
         if not bookmarks:
             while True:
                 await wait()
@@ -127,7 +129,7 @@ async def _stream(ctx: ServerContext, rt: ResourceType, ns: str | None, predicat
             if batch:
                 yield batch
                 continue
-            if watch.stopped:  # type: ignore[attr-defined]
+            if watch.stopped:
                 return
             # Nothing queued and the deadline passed (a stale wake-up just loops).
             if loop.time() >= next_bookmark:
@@ -145,14 +147,14 @@ def bookmark(rt: ResourceType, rv: int, *, initial_end: bool = False) -> WatchEv
     return WatchEvent("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": md}, rv, rt.key)
 
 
-async def one_by_one(batches: AsyncIterator[list[WatchEvent]]) -> AsyncIterator[WatchEvent]:
+async def one_by_one(batches: Batches) -> AsyncIterator[WatchEvent]:
     """The events of a batched watch one at a time; closing it closes the batches at once."""
     try:
         async for batch in batches:
             for event in batch:
                 yield event
     finally:
-        await batches.aclose()  # type: ignore[attr-defined]
+        await batches.aclose()
 
 
 async def _with_bookmarks(watch: Any, ctx: ServerContext, rt: ResourceType,

@@ -78,7 +78,7 @@ from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_st
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, key_of, resource_version
 from everynode.api.pod import is_pod_ready
-from everynode.api.selectors import LabelSelector, label_selector_from_dict
+from everynode.api.selectors import LabelSelector, label_selector_from_dict, selecting
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.expectations import Expectations
@@ -401,15 +401,10 @@ class DaemonSetController(ControllerLifecycle):
 
     def _matching_daemonsets(self, obj: Obj) -> list[Obj]:
         """``GetPodDaemonSets`` / ``GetHistoryDaemonSets``: DaemonSets of the namespace whose
-        selector matches the object's labels."""
+        selector matches the object's labels (none for an object without labels, as upstream)."""
         md = obj.get("metadata") or {}
-        labels = md.get("labels")
-        result = []
-        for ds in self.ds_informer.by_index(NAMESPACE_INDEX, md.get("namespace") or ""):
-            sel = self._selector(ds)
-            if sel is not None and sel.matches(labels):
-                result.append(ds)
-        return result
+        return selecting(self.ds_informer.by_index(NAMESPACE_INDEX, md.get("namespace") or ""), md.get("labels"),
+                         self._selector)
 
     def _placement(self, ds: Obj) -> Placement:
         md = ds["metadata"]

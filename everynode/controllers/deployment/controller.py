@@ -36,7 +36,7 @@ from typing import Any
 
 from everynode.api.errors import ApiError, is_namespace_terminating
 from everynode.api.meta import controller_ref, deep_copy, key_of, make_controller_ref
-from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
+from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict, selecting
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import NAMESPACE_INDEX, Informer, SharedInformerFactory, index_by_namespace
@@ -94,15 +94,9 @@ class DeploymentController(ControllerLifecycle):
 
     def _matching(self, rs: Obj) -> list[Obj]:
         """``getDeploymentsForReplicaSet``: Deployments of the namespace selecting the ReplicaSet."""
-        labels = rs["metadata"].get("labels")
-        if not labels:
-            return []
-        found = []
-        for d in self.d_informer.by_index(NAMESPACE_INDEX, rs["metadata"].get("namespace") or ""):
-            selector = _selector(d)
-            if selector is not None and not selector.empty and selector.matches(labels):
-                found.append(d)
-        return found
+        md = rs["metadata"]
+        return selecting(self.d_informer.by_index(NAMESPACE_INDEX, md.get("namespace") or ""), md.get("labels"),
+                         _selector)
 
     def _add_rs(self, rs: Obj) -> None:
         if rs["metadata"].get("deletionTimestamp"):

@@ -15,7 +15,6 @@ never mutated: a planned scale is returned as a number, and the controller write
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -175,22 +174,18 @@ def by_creation(rs: Obj) -> tuple[float, str]:
 
 def sorted_by_size_newer(rss: Sequence[Obj]) -> list[Obj]:
     """``ReplicaSetsBySizeNewer``: larger first; of equal size the newer first."""
-    def cmp(a: Obj, b: Obj) -> int:
-        if replicas(a) == replicas(b):
-            ka, kb = by_creation(a), by_creation(b)
-            return -1 if kb < ka else 1 if ka < kb else 0
-        return -1 if replicas(a) > replicas(b) else 1
-    return sorted(rss, key=functools.cmp_to_key(cmp))
+    return _sorted_by_size(rss, newer_first=True)
 
 
 def sorted_by_size_older(rss: Sequence[Obj]) -> list[Obj]:
     """``ReplicaSetsBySizeOlder``: larger first; of equal size the older first."""
-    def cmp(a: Obj, b: Obj) -> int:
-        if replicas(a) == replicas(b):
-            ka, kb = by_creation(a), by_creation(b)
-            return -1 if ka < kb else 1 if kb < ka else 0
-        return -1 if replicas(a) > replicas(b) else 1
-    return sorted(rss, key=functools.cmp_to_key(cmp))
+    return _sorted_by_size(rss, newer_first=False)
+
+
+def _sorted_by_size(rss: Sequence[Obj], *, newer_first: bool) -> list[Obj]:
+    # Two stable sorts: by age (creation time, then name), then by size, larger first.
+    by_age = sorted(rss, key=by_creation, reverse=newer_first)
+    return sorted(by_age, key=lambda rs: -replicas(rs))
 
 
 def revision(obj: Obj) -> int:

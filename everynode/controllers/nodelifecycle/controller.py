@@ -94,6 +94,10 @@ def _log_failure(key: Any, exc: Exception, _retried: bool) -> None:
     log.debug("node lifecycle: %s: %s", key, exc)
 
 
+# Ready condition status -> (the NoExecute taint it wants, the one it replaces)
+_NOEXECUTE_FOR_READY = {"False": (NOT_READY, UNREACHABLE), "Unknown": (UNREACHABLE, NOT_READY)}
+
+
 class NodeLifecycleController(IncrementalHealthMonitor, ControllerLifecycle):
     def __init__(self, client: Client, *, informers: SharedInformerFactory, clock: Clock,
                  recorder: Any = None, monitor_period: float = 5.0, grace_period: float = 50.0,
@@ -292,23 +296,20 @@ class NodeLifecycleController(IncrementalHealthMonitor, ControllerLifecycle):
 
     async def _process_taint_based_eviction(self, node: Obj, observed: str | None) -> None:
         name = node["metadata"]["name"]
-        zone = zone_key(node)
-        if observed == "False":
-            if has_taint(node, UNREACHABLE, "NoExecute"):
-                await self._set_noexecute(name, NOT_READY)
-            else:
-                if not has_taint(node, NOT_READY, "NoExecute"):
-                    self._to_taint.get(zone, {}).pop(name, None)
-                self._mark_for_tainting(zone, name)
-        elif observed == "Unknown":
-            if has_taint(node, NOT_READY, "NoExecute"):
-                await self._set_noexecute(name, UNREACHABLE)
-            else:
-                if not has_taint(node, UNREACHABLE, "NoExecute"):
-                    self._to_taint.get(zone, {}).pop(name, None)
-                self._mark_for_tainting(zone, name)
-        elif observed == "True":
+        if observed == "True":
             await self._mark_reachable(node)
+            return
+        taints = _NOEXECUTE_FOR_READY.get(observed or "")
+        if taints is None:
+            return
+        wanted, other = taints
+        if has_taint(node, other, "NoExecute"):
+            await self._set_noexecute(name, wanted)  # swap the other one for it at once
+            return
+        zone = zone_key(node)
+        if not has_taint(node, wanted, "NoExecute"):
+            self._to_taint.get(zone, {}).pop(name, None)
+        self._mark_for_tainting(zone, name)
 
     def _add_zone(self, zone: str, now: float) -> None:
         if zone not in self._zone_states:

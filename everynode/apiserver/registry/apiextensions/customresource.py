@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.apiextensions import jsonpath
 from everynode.api.apiextensions.structural import apply_defaults, validate_value
@@ -101,9 +101,7 @@ class VersionedStore(Store):
         self.served = served
         self._defaults = served.has_defaults
 
-    def _out(self, obj: Obj | None) -> Obj | None:
-        if obj is None:
-            return None
+    def _out(self, obj: Obj) -> Obj:
         want = self.served.rt.api_version
         if obj.get("apiVersion") == want and not self._defaults:
             return obj
@@ -122,24 +120,25 @@ class VersionedStore(Store):
         return self.inner.current_rv()
 
     async def create(self, resource: str, obj: Obj) -> Obj:
-        return self._out(await self.inner.create(resource, self._in(obj)))  # type: ignore[return-value]
+        return self._out(await self.inner.create(resource, self._in(obj)))
 
     async def update(self, resource: str, obj: Obj, *, expected_rv: int | None = None) -> Obj:
-        return self._out(await self.inner.update(resource, self._in(obj), expected_rv=expected_rv))  # type: ignore[return-value]
+        return self._out(await self.inner.update(resource, self._in(obj), expected_rv=expected_rv))
 
     async def delete(self, resource: str, namespace: str, name: str, *,
                      expected_rv: int | None = None, expected_uid: str | None = None) -> Obj:
         deleted = await self.inner.delete(resource, namespace, name, expected_rv=expected_rv, expected_uid=expected_uid)
-        return self._out(deleted)  # type: ignore[return-value]
+        return self._out(deleted)
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
-        return self._out(self.inner.get(resource, namespace, name))
+        obj = self.inner.get(resource, namespace, name)
+        return None if obj is None else self._out(obj)
 
     def list(self, resource: str, *, namespace: str | None = None, predicate: Predicate | None = None,
              limit: int | None = None, continue_token: str | None = None) -> ListResult:
         result = self.inner.list(resource, namespace=namespace, predicate=predicate, limit=limit,
                                  continue_token=continue_token)
-        return replace(result, items=[self._out(o) for o in result.items])  # type: ignore[misc]
+        return replace(result, items=[self._out(o) for o in result.items])
 
     def count(self, resource: str) -> int:
         return self.inner.count(resource)
@@ -168,7 +167,8 @@ class _ConvertingWatch(Watch):
             if converted is event.object:
                 yield event
             else:
-                yield WatchEvent(event.type, converted, event.rv, event.resource, view._out(event.prev))  # type: ignore[arg-type]
+                prev = None if event.prev is None else view._out(event.prev)
+                yield WatchEvent(event.type, converted, event.rv, event.resource, prev)
 
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self._events()

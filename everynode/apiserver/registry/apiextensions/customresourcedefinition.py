@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api import registry as apiregistry
 from everynode.api import schema as apischema
 from everynode.api.apiextensions import crd as crds

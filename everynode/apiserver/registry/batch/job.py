@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
 from everynode.api.validation.batch import (
     CONTROLLER_UID_LABEL,

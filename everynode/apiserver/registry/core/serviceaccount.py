@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from everynode.api import errors
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
 from everynode.apiserver.registry.context import ServerContext
 from everynode.apiserver.registry.generic import ResourceStore

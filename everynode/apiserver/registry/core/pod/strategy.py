@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from everynode.api import field as fielderr
+from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
 from everynode.api.validation.pod import validate_pod_create_per_object
 from everynode.apiserver.registry.strategy import (

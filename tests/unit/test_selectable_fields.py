@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from everynode.api.fields import (
+from everynode.api.registry import RESOURCES
+from everynode.api.selectable_fields import (
     allowed_field_labels,
     check_field_selector,
     normalize_field_selector,
     selectable_fields,
 )
-from everynode.api.registry import RESOURCES
 from everynode.api.selectors import SelectorError, parse_field_selector
 
 POD = {

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from everynode.api.field import render_value
+from everynode.api.field_errors import render_value
 from everynode.api.registry import RESOURCES
 from everynode.api.selectors import FieldSelector, SelectorError
 

@@ -3,6 +3,9 @@
 Upstream: ``staging/src/k8s.io/apimachinery/pkg/util/validation/field/errors.go``.  The text
 of a 422 response (and what kubectl prints) is built from these, so the rendering rules —
 which error types omit the value, how strings are quoted — are reproduced here, once.
+
+Validation modules import it as ``field`` (``field.invalid(...)`` reads as upstream's
+``field.Invalid``); modules where ``field`` names something else use ``fielderr``.
 """
 
 from __future__ import annotations
