@@ -8,16 +8,7 @@ import pytest
 
 from everynode.api.errors import ApiError
 from everynode.apiserver.patch import apply_strategic_merge_patch
-
-
-def containers_of(value):
-    out, stack = [], [value]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict | list):
-            out.append(x)
-            stack.extend(x.values() if isinstance(x, dict) else x)
-    return out
+from tests.support.values import containers_of
 
 
 def smp(obj, patch, api_version="apps/v1", kind="DaemonSet"):

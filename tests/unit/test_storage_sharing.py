@@ -14,6 +14,7 @@ from everynode.storage.canonical import Canonicalizer
 from everynode.storage.memory import EVENT_TTL, MemoryStore
 from everynode.storage.sqlite import SqliteStore
 from everynode.virtualtime import run_virtual
+from tests.support.values import containers_of
 
 
 def pod(name: str, node: str, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -25,16 +26,6 @@ def pod(name: str, node: str, *, labels: dict[str, str] | None = None) -> dict[s
                                   "effect": "NoExecute", "tolerationSeconds": 300}]},
         "status": {"phase": "Running", "ready": True, "restarts": 1, "ratio": 1.0},
     }
-
-
-def containers_of(value: Any) -> list[Any]:
-    out, stack = [], [value]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict | list):
-            out.append(x)
-            stack.extend(x.values() if isinstance(x, dict) else x)
-    return out
 
 
 # -- the canonicalizer ----------------------------------------------------------------------------

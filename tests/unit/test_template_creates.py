@@ -24,6 +24,7 @@ from everynode.apiserver.registry import templates
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
 from everynode.storage.memory import MemoryStore
+from tests.support.golden_converge import _SeededChoice
 
 PODS = resource("pods")
 NAMESPACES = resource("namespaces")
@@ -36,14 +37,6 @@ Step = Callable[[ApiService], Awaitable[Any]]
 class FixedClock(Clock):
     def now(self) -> float:
         return 1_767_225_600.0
-
-
-class _SeededChoice:
-    def __init__(self, rng: random.Random) -> None:
-        self._rng = rng
-
-    def choice(self, seq: Any) -> Any:
-        return self._rng.choice(seq)
 
 
 @contextmanager
