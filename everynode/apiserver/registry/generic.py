@@ -63,7 +63,7 @@ from everynode.apiserver.registry.options import (
     too_large_rv,
 )
 from everynode.apiserver.registry.strategy import Strategy, before_create, before_update
-from everynode.apiserver.registry.templates import TemplateCreates
+from everynode.apiserver.registry.templates import Created, TemplateCreates
 from everynode.clock import format_rfc3339, parse_rfc3339
 from everynode.storage.base import (
     ConflictError,
@@ -76,8 +76,6 @@ from everynode.storage.base import (
 Obj = dict[str, Any]
 
 SubresourceCreator = Callable[[str, str, Obj, RequestOptions], Awaitable[None]]
-Created = Callable[[Obj, Obj], None]
-"""Told of a successful create: the object as the pipeline made it (before the token volume) and as stored."""
 """A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 
 GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
@@ -168,23 +166,15 @@ class ResourceStore:
         rt = self.rt
         if "create" not in rt.verbs:
             raise errors.method_not_allowed("create", rt.plural, rt.group)
-        plan = self.templates.plan(namespace if rt.namespaced else "", body, opts) \
-            if self.templates is not None else None
-        if plan is not None:
-            assert self.templates is not None
-            created = await self.templates.create(plan, opts)
+        templates = self.templates
+        plan = templates.plan(namespace if rt.namespaced else "", body, opts) if templates is not None else None
+        if templates is not None and plan is not None:
+            created = await templates.create(plan, opts)
             if created is not None:
                 return created
         obj = decode(rt, namespace if rt.namespaced else "", body, opts)
         apply_defaults(rt.key, obj)
-        learn = None
-        if plan is not None:
-            templates, template = self.templates, plan
-            assert templates is not None
-
-            def learn(made: Obj, created: Obj) -> None:
-                if not opts.warnings:
-                    templates.learn(template, made, created)
+        learn = templates.learner(plan, opts) if templates is not None and plan is not None else None
         return await self.create_new(obj, opts, on_created=learn)
 
     async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False,

@@ -40,6 +40,7 @@ full pipeline pod by pod.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from everynode.apiserver.registry.generic import ResourceStore
 
 Obj = dict[str, Any]
+Created = Callable[[Obj, Obj], None]
+"""Told of a successful create: the object as the pipeline made it (before the token volume) and as stored."""
 
 _TEMPLATES_MAX = 512  # templates remembered per resource (one per controller revision in use)
 
@@ -125,6 +128,14 @@ class TemplateCreates:
         return Plan(key, fields, inputs)
 
     # -- the first pod ----------------------------------------------------------------------------
+
+    def learner(self, plan: Plan, opts: RequestOptions) -> Created:
+        """What the full pipeline tells of its create of ``plan``'s body: learnt unless the
+        request warned."""
+        def learn(made: Obj, created: Obj) -> None:
+            if not opts.warnings:
+                self.learn(plan, made, created)
+        return learn
 
     def learn(self, plan: Plan, obj: Obj, stored: Obj) -> None:
         """Remember what the pipeline made of ``plan``'s body: ``obj`` after managedFields (and
