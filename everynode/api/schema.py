@@ -80,7 +80,7 @@ class Node:
     """
 
     __slots__ = ("kind", "props", "values", "items", "strategy", "merge_key", "list_type",
-                 "list_map_keys", "retain_keys", "definition", "check", "accepts", "_go_type")
+                 "list_map_keys", "retain_keys", "definition", "check", "accepts", "_go_type", "clean")
 
     def __init__(self) -> None:
         self.kind = "scalar"
@@ -97,6 +97,9 @@ class Node:
         self.check: str = "any"          # "object" | "map" | "array" | "int32" | "string" | ...
         self.accepts: Callable[[Any], bool] = _accept_any
         self._go_type: str = ""
+        # The type check's compiled verdict for a value at this position (api/typecheck.py),
+        # made on first use.
+        self.clean: Callable[[Any, Any], bool] | None = None
 
     @property
     def go_struct(self) -> str:

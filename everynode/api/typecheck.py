@@ -81,8 +81,162 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, Any], *,
     node = kind_node(api_version, kind)
     if node is None:
         return findings
-    _Walker(findings).object(node, obj, _ABSENT if known is None else known, [], [], kind)
+    known_value = _ABSENT if known is None else known
+    if _clean(node)(obj, known_value):
+        return findings
+    _Walker(findings).object(node, obj, known_value, [], [], kind)
     return findings
+
+
+# -- the compiled verdict ------------------------------------------------------------------------
+#
+# Most writes are clean, and for them the walker's bookkeeping (the path as a step stack, the Go
+# struct of each position, a method call per level) is spent for nothing.  Each schema position
+# therefore gets a closure, compiled on first use, that answers only "would the walk find
+# anything here?" — the same rules in the same places (what each position accepts, unknown
+# fields, subtrees equal to the known version skipped, the pod template memo) — and stops at the
+# first finding; check_object then walks again with the walker, which words the findings.
+# tests/unit/test_write_path_shortcuts.py compares both on clean and faulty objects.
+
+
+def _clean(node: Node) -> Any:
+    """The compiled verdict of ``node``: ``clean(value, known) -> bool``."""
+    check = node.clean
+    if check is None:
+        check = node.clean = _compile(node)
+    return check
+
+
+def _compile(node: Node) -> Any:
+    kind = node.kind
+    # A badly typed value is a finding, except at an "any" position (a custom resource's).
+    wrong_type_ok = node.check == "any"
+    if kind == "object":
+        return _compile_object(node, wrong_type_ok)
+    if kind == "array":
+        return _compile_items(node, wrong_type_ok, list)
+    if kind == "map":
+        return _compile_items(node, wrong_type_ok, dict)
+    if kind == "scalar":
+        accepts = node.accepts
+
+        def scalar(value: Any, known: Any) -> bool:
+            return wrong_type_ok or accepts(value)
+        return scalar
+    return _always_clean  # open
+
+
+def _always_clean(value: Any, known: Any) -> bool:
+    return True
+
+
+def _compile_object(node: Node, wrong_type_ok: bool) -> Any:
+    # key -> None (open: anything), a scalar's accepts (None-check first), or the child node
+    props = node.props
+    scalars: dict[str, Any] = {}
+    containers: dict[str, Node] = {}
+    for key, child in props.items():
+        if child.kind == "scalar":
+            scalars[key] = _accepts_anything if child.check == "any" else child.accepts
+        elif child.kind == "open":
+            scalars[key] = _accepts_anything
+        else:
+            containers[key] = child
+    per_object = _PER_OBJECT_FIELDS.get(node.definition)
+
+    def fields(items: Any, known: Any) -> bool:
+        known_get = known.get if type(known) is dict else _NOTHING_KNOWN.get
+        for key, sub in items:
+            accepts = scalars.get(key)
+            if accepts is not None:
+                if sub is not None and not accepts(sub):
+                    return False
+                continue
+            child = containers.get(key)
+            if child is None:
+                return False  # an unknown field
+            if sub is None:
+                continue
+            before = known_get(key, _ABSENT)
+            if before is sub or (before is not _ABSENT and _same(before, sub)):
+                continue
+            if not _clean(child)(sub, before):
+                return False
+        return True
+
+    def check(value: Any, known: Any) -> bool:
+        if type(value) is not dict:
+            return wrong_type_ok
+        if per_object is not None and known is _ABSENT:
+            template = _template_key(node, value, per_object)
+            if template is not None and template in _CLEAN_TEMPLATES:
+                return fields([(k, v) for k, v in value.items() if k in per_object], known)
+            if template is not None:
+                if not fields(value.items(), known):
+                    return False
+                remember(_CLEAN_TEMPLATES, template, True, limit=_CLEAN_TEMPLATES_MAX)
+                return True
+        return fields(value.items(), known)
+    return check
+
+
+def _compile_items(node: Node, wrong_type_ok: bool, container: type) -> Any:
+    """An array's (``container`` list) or a map's (dict) verdict: the type, then each item."""
+    element = node.items if container is list else node.values
+    if element is None or element.kind == "open":
+        def shallow(value: Any, known: Any) -> bool:
+            return type(value) is container or wrong_type_ok
+        return shallow
+    if element.kind == "scalar":
+        accepts = _accepts_anything if element.check == "any" else element.accepts
+
+        def scalar_items(value: Any, known: Any) -> bool:
+            if type(value) is not list:
+                return wrong_type_ok
+            return all(sub is None or accepts(sub) for sub in value)
+
+        def scalar_values(value: Any, known: Any) -> bool:
+            if type(value) is not dict:
+                return wrong_type_ok
+            return all(sub is None or accepts(sub) for sub in value.values())
+        return scalar_items if container is list else scalar_values
+    child: Node = element
+
+    def list_items(value: Any, known: Any) -> bool:
+        if type(value) is not list:
+            return wrong_type_ok
+        sub_clean = _clean(child)
+        known_items: Any = known if type(known) is list else ()
+        n_known = len(known_items)
+        for i, sub in enumerate(value):
+            if sub is None:
+                continue
+            before = known_items[i] if i < n_known else _ABSENT
+            if before is sub or (before is not _ABSENT and _same(before, sub)):
+                continue
+            if not sub_clean(sub, before):
+                return False
+        return True
+
+    def map_items(value: Any, known: Any) -> bool:
+        if type(value) is not dict:
+            return wrong_type_ok
+        sub_clean = _clean(child)
+        known_get = known.get if type(known) is dict else _NOTHING_KNOWN.get
+        for key, sub in value.items():
+            if sub is None:
+                continue
+            before = known_get(key, _ABSENT)
+            if before is sub or (before is not _ABSENT and _same(before, sub)):
+                continue
+            if not sub_clean(sub, before):
+                return False
+        return True
+    return list_items if container is list else map_items
+
+
+def _accepts_anything(value: Any) -> bool:
+    return True
 
 
 class _Walker:

@@ -194,6 +194,21 @@ class Admission:
         elif rt.key == PRIORITY_CLASSES:
             self._single_global_default(rt, new)
 
+    def create_inputs(self, rt: ResourceType) -> tuple[int, ...] | None:
+        """What a create of ``rt`` took from the cluster's state in :meth:`admit_create` and
+        :meth:`pod_service_account` (PriorityClasses: a pod's priority; ServiceAccounts: its
+        image pull secrets), as the store's write counts of those resources: while they are the
+        same, so is what the plugins derived (registry/templates.py).  None: not counted."""
+        if rt.key != "pods":
+            return ()
+        classes = self.store.writes(PRIORITY_CLASSES)
+        if classes is None:
+            return None
+        if not self.service_accounts:
+            return (classes,)
+        accounts = self.store.writes("serviceaccounts")
+        return None if accounts is None else (classes, accounts)
+
     # -- plugins -------------------------------------------------------------------------------
 
     async def pod_service_account(self, rt: ResourceType, pod: Obj) -> Obj | None:

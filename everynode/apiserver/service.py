@@ -12,7 +12,9 @@ call them):
 * ``namespace`` is ``""`` for cluster-scoped resources; for ``list``/``watch``/
   ``delete_collection`` ``None`` means all namespaces.
 * Request bodies (``body``, ``patch``, ``options``) are *owned* by the service once passed: it
-  may change them.  Callers that keep using them pass a copy (the in-process client does).
+  may change them.  Callers that keep using them pass a copy (the in-process client does).  A
+  strategic merge patch is the exception: it is only read, and no part of it is kept (the merge
+  cleans what it takes of it into new maps and lists), so it needs no copy.
 
 Why a facade: kube-apiserver serves each resource with its own REST storage
 (``apiserver/registry/``: the generic store, and per kind the strategy with its rules).  This

@@ -149,7 +149,7 @@ class InProcessClient(Client):
                     dry_run: bool = False) -> Obj:
         rt = resolve_resource(resource)
         body = _parse_patch(patch, patch_type)
-        if body is patch:
+        if body is patch and patch_type != "strategic":  # (a strategic merge patch is only read: service.py)
             body = self._in(patch)
         opts = self._opts(dry_run=dry_run, field_manager=field_manager, force=bool(force))
         result, _created = await self._write(

@@ -124,5 +124,11 @@ class Store(abc.ABC):
         """Events of ``resource`` (all resources when ``resource == "*"``) after ``since_rv``
         (None: from now).  Raises ExpiredError when since_rv is older than the history window."""
 
+    def writes(self, resource: str) -> int | None:
+        """How many writes of ``resource`` this store has applied since it opened (None: not
+        counted).  Only its changes matter: a reader that derived something from the objects of
+        a resource knows it still holds while the count stays the same."""
+        return None
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Flush and release resources."""

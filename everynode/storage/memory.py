@@ -194,6 +194,7 @@ class MemoryStore(Store):
         # Equal sub-trees of stored objects are kept once (canonical.py); 0 turns sharing off.
         self._canonical = Canonicalizer(capacity=share_capacity) if share_capacity > 0 else None
         self._unshared = unshared  # resources stored as written (UNSHARED_RESOURCES)
+        self._writes: dict[str, int] = {}  # resource -> writes applied (Store.writes)
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)
         self._hub = WatchHub(history=history, max_backlog=watcher_backlog)
@@ -213,6 +214,9 @@ class MemoryStore(Store):
     def count(self, resource: str) -> int:
         index = self._indexes.get(resource)
         return 0 if index is None else len(index.objects)
+
+    def writes(self, resource: str) -> int:
+        return self._writes.get(resource, 0)
 
     def list(self, resource: str, *, namespace: str | None = None, predicate: Predicate | None = None,
              limit: int | None = None, continue_token: str | None = None) -> ListResult:
@@ -414,6 +418,8 @@ class MemoryStore(Store):
             index.remove(key)
         else:
             index.put(key, event.object)
+        writes = self._writes
+        writes[event.resource] = writes.get(event.resource, 0) + 1
         self._rv = event.rv
         self._hub.publish(event)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import orjson
 import pytest
 
 from everynode.api.errors import ApiError
@@ -152,20 +153,26 @@ _TREE = {"f:metadata": {"f:labels": {".": {}, "f:app": {}}},
 @pytest.mark.parametrize("tree", [_TREE, {}, {"f:status": {}}, {".": {}}, ["f:spec"], "f:spec"])
 @pytest.mark.parametrize("paths", [
     set(),
-    {()},
     {("f:status", "f:phase"), ("f:status", "f:podIP")},
     {("f:status", "f:phase"), ("f:spec", "f:nodeName")},
     {("f:spec",)},
     {("f:spec", "f:containers", 'k:{"name":"a"}')},
+    {("f:spec", "f:containers", 'k:{"name":"a"}'), ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")},
+    {("f:spec", "f:containers", 'k:{"name":"a"}', "f:image")},
     {("f:spec", "f:containers", 'k:{"name":"b"}'), ("f:metadata", "f:labels", "f:app")},
     {("f:metadata", "f:labels", "f:app", "f:deeper")},
+    {("f:metadata", "f:labels")},
 ])
-def test_tree_has_any_is_any_tree_has(tree, paths):
-    from everynode.apiserver.patch.apply import _tree_has, _tree_has_any
-    assert _tree_has_any(tree, paths) == any(_tree_has(tree, p) for p in paths)
+def test_tree_comparisons_are_the_path_definitions(tree, paths):
+    from everynode.apiserver.patch.apply import _covers, _meets, _tree_of
+    from tests.support.fieldsets import tree_has
+
+    members = _tree_of(paths)
+    assert _meets(tree, members) == any(tree_has(tree, p) for p in paths)
+    assert _covers(tree, members) == all(tree_has(tree, p) for p in paths)
 
 
-# Objects whose field sets differ by one thing _collect reads; run in order (twice) so that a
+# Objects whose field sets differ by one thing the member walk reads; run in order (twice) so that a
 # memo keyed too loosely would answer one with another's field set.
 _CREATED = [
     ("v1", "Event", {"metadata": {"name": "e"}, "reason": "R", "source": {"component": "c"}}),
@@ -192,14 +199,16 @@ _CREATED = [
 @pytest.mark.parametrize("subresource", [None, "status"])
 def test_created_field_sets_are_the_plain_computation(subresource):
     from everynode.api import schema
-    from everynode.apiserver.patch.apply import _collect, _created_fields, _tracked, _untracked_top
+    from everynode.apiserver.patch.apply import _created_tree, _untracked_top
+    from tests.support.fieldsets import collect, tracked
 
     for _ in range(2):
         for api_version, kind, obj in _CREATED:
             node = schema.kind_node(api_version, kind)
             skip = _untracked_top(api_version, kind, subresource)
             plain: set = set()
-            _collect(obj, node, (), plain)
-            expected = _tracked(plain, skip)
-            got = _created_fields(obj, node, skip, (api_version, kind, subresource))
-            assert set(got) == expected, (kind, obj)
+            collect(obj, node, (), plain)
+            tree = _created_tree(obj, node, skip, (api_version, kind, subresource))
+            assert parse_fields_v1(tree) == tracked(plain, skip), (kind, obj)
+            # the very tree the field set renders as, key order included
+            assert orjson.dumps(tree) == orjson.dumps(fields_v1(tracked(plain, skip)))

@@ -8,12 +8,16 @@ import pytest
 
 from everynode.api.errors import ApiError
 from everynode.apiserver.patch import apply_strategic_merge_patch
+from tests.support.values import containers_of
 
 
 def smp(obj, patch, api_version="apps/v1", kind="DaemonSet"):
     before_obj, before_patch = copy.deepcopy(obj), copy.deepcopy(patch)
     out = apply_strategic_merge_patch(obj, patch, api_version=api_version, kind=kind)
     assert obj == before_obj and patch == before_patch, "inputs must not be mutated"
+    # The in-process client hands a strategic merge patch over without a copy (service.py).
+    taken = {id(c) for c in containers_of(patch)} & {id(c) for c in containers_of(out)}
+    assert not taken, "no map or list of the patch may be kept in the result"
     return out
 
 
@@ -199,3 +203,25 @@ def test_list_of_lists_is_rejected():
     with pytest.raises(ApiError) as e:
         smp(obj, {"metadata": {"finalizers": [["b"]]}}, "v1", "Pod")
     assert e.value.code == 422
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    ({}, False),
+    ({"a": 1, "b": 2}, False),
+    ({"a": 1, "$patch": "replace"}, True),
+    ({"$setElementOrder/containers": [], "containers": []}, True),
+    ({"!first": 1, "$retainKeys": []}, True),  # a key sorting before "$" does not hide one
+    ({"#": 1, " ": 2}, False),
+    ({"z": 1, "$": 2}, True),
+])
+def test_has_directive_is_any_key_starting_with_a_dollar(patch, expected):
+    from everynode.apiserver.patch.strategic import _has_directive
+
+    assert _has_directive(patch) is expected
+    assert expected == any(k.startswith("$") for k in patch)
+
+
+def test_lists_of_lists_in_new_values_are_kept_as_copies():
+    out = smp({"kind": "Thing", "spec": {}}, {"spec": {"grid": [[1, 2], [{"a": None, "b": 1}]], "flat": [1]}},
+              api_version="example.com/v1", kind="Thing")
+    assert out["spec"] == {"grid": [[1, 2], [{"a": None, "b": 1}]], "flat": [1]}  # (as it is, nulls too)

@@ -14,6 +14,7 @@ from everynode.storage.canonical import Canonicalizer
 from everynode.storage.memory import EVENT_TTL, MemoryStore
 from everynode.storage.sqlite import SqliteStore
 from everynode.virtualtime import run_virtual
+from tests.support.values import containers_of
 
 
 def pod(name: str, node: str, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -25,16 +26,6 @@ def pod(name: str, node: str, *, labels: dict[str, str] | None = None) -> dict[s
                                   "effect": "NoExecute", "tolerationSeconds": 300}]},
         "status": {"phase": "Running", "ready": True, "restarts": 1, "ratio": 1.0},
     }
-
-
-def containers_of(value: Any) -> list[Any]:
-    out, stack = [], [value]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict | list):
-            out.append(x)
-            stack.extend(x.values() if isinstance(x, dict) else x)
-    return out
 
 
 # -- the canonicalizer ----------------------------------------------------------------------------
@@ -341,3 +332,20 @@ async def test_event_ttl_can_be_turned_off() -> None:
     store = MemoryStore(event_ttl=None)
     await store.create("events", event("e1"))
     assert not store._expiry
+
+
+def test_places_where_nothing_repeats_are_left_alone_until_they_repeat() -> None:
+    canon = Canonicalizer()
+    first = None
+    for i in range(200):  # "pin" is new every time, "same" never changes
+        obj = canon.object({"metadata": {"name": f"p{i}"},
+                            "spec": {"pin": {"terms": [{"values": [f"node-{i}"]}]}, "same": {"a": [1]}}})
+        assert orjson.dumps(obj["spec"]) == orjson.dumps({"pin": {"terms": [{"values": [f"node-{i}"]}]},
+                                                          "same": {"a": [1]}})
+        first = first or obj
+        assert obj["spec"]["same"] is first["spec"]["same"]
+    # The place starts repeating: within a few probes its containers are shared again.
+    repeated = [canon.object({"metadata": {"name": f"q{i}"},
+                              "spec": {"pin": {"terms": [{"values": ["everywhere"]}]}, "same": {"a": [1]}}})
+                for i in range(200)]
+    assert repeated[-1]["spec"]["pin"] is repeated[-2]["spec"]["pin"]

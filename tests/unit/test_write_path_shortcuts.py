@@ -9,6 +9,7 @@ scan-based list index, an uncached name check, and the stored object left untouc
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,6 +43,7 @@ from everynode.apiserver.patch.apply import (
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
 from everynode.storage.memory import MemoryStore
+from tests.support.fieldsets import field_set as plain_field_set
 
 NOW = "2026-01-01T00:00:10Z"
 
@@ -156,14 +158,65 @@ def test_pod_template_memo_keeps_only_walks_that_could_report_everything():
         "spec.terminationGracePeriodSeconds"]
 
 
+def _mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(path, replacement) for every place of ``value``: a value of each other JSON type, and an
+    unknown field in every object."""
+    for replacement in ({"x": 1}, [1], 1.5, True, "text", 2**40, None):
+        if type(replacement) is not type(value):
+            yield path, replacement
+    if isinstance(value, dict):
+        yield path + ("zz-unknown",), 1
+        for key, sub in value.items():
+            yield from _mutations(sub, path + (key,))
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            yield from _mutations(sub, path + (i,))
+
+
+def _mutated(obj: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return replacement
+    out = deep_copy(obj)
+    node = out
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = replacement
+    return out
+
+
+@pytest.mark.parametrize(("api_version", "kind", "obj", "known"), [
+    ("v1", "Pod", _pod(), None),
+    ("v1", "Pod", _pod(), _pod()),
+    ("coordination.k8s.io/v1", "Lease", _lease(), None),
+    ("v1", "Pod", _pinned_pod("n1"), None),
+], ids=["pod", "pod-known", "lease", "pinned-pod"])
+def test_compiled_verdict_finds_what_the_walk_finds(api_version, kind, obj, known, monkeypatch):
+    """The compiled verdict (typecheck._clean) answers "clean" exactly when the walker finds
+    nothing: at every place of the object, every wrong JSON type and an unknown field."""
+    from everynode.api import typecheck
+
+    def walk(o: Any) -> tuple[list[str], list[str]]:
+        found = typecheck.check_object(api_version, kind, deep_copy(o), known=known)
+        return found.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in found.problems]
+
+    cases = [obj, *(_mutated(obj, path, r) for path, r in _mutations(obj) if path)]
+    with monkeypatch.context() as m:
+        m.setattr(typecheck, "_clean", lambda node: lambda value, known: False)  # always the walk
+        walked = [walk(o) for o in cases]
+    typecheck._CLEAN_TEMPLATES.clear()
+    for _ in range(2):  # (the second time with the pod template remembered)
+        assert [walk(o) for o in cases] == walked
+    assert walked[0] == ([], []) and sum(1 for w in walked if w != ([], [])) > len(cases) // 2
+
+
 # --------------------------------------------------------------------------- managedFields
 
 def _reference_record(old: dict[str, Any], new: dict[str, Any], *, manager: str, api_version: str, kind: str,
                       subresource: str | None) -> list[tuple[str, str, str, str, frozenset]]:
     """Upstream's rule for a non-apply write, from whole field sets: the writer gets the fields it
     added or changed (and keeps its own), everyone loses those and the removed ones."""
-    old_set = field_set(old, api_version=api_version, kind=kind, subresource=subresource)
-    new_set = field_set(new, api_version=api_version, kind=kind, subresource=subresource)
+    old_set = plain_field_set(old, api_version=api_version, kind=kind, subresource=subresource)
+    new_set = plain_field_set(new, api_version=api_version, kind=kind, subresource=subresource)
     from everynode.apiserver.patch.apply import _changed, _get
 
     changed = {p for p in new_set if p not in old_set or _changed(_get(old, p), _get(new, p))}
@@ -323,6 +376,7 @@ def test_key_element_memo_renders_go_json_of_the_identity(item, keys):
 def test_fields_v1_memo_returns_the_rendered_tree(obj):
     api_version, kind = obj["apiVersion"], obj["kind"]
     paths = field_set(obj, api_version=api_version, kind=kind)
+    assert paths == plain_field_set(obj, api_version=api_version, kind=kind)
     tree = fields_v1(paths)
     assert tree == _render_fields_v1(frozenset(paths))
     assert parse_fields_v1(tree) == paths
@@ -486,6 +540,40 @@ def test_name_check_memo_keeps_reporting_errors():
     good = {"name": "good", "namespace": "default"}
     assert validate_object_meta(good, namespaced=True, name_fn=name_is_dns_subdomain) == []
     assert validate_object_meta(good, namespaced=True, name_fn=name_is_dns_subdomain) == []
+
+
+LABEL_CASES = [
+    {"app": "agent", "tier": "node"},
+    {"bad key!": "v", "app": "agent"},
+    {"app": "not a value!", "example.com/role": "x"},
+    {"app": "agent", "x": 1},  # a non-string value is checked as ""
+    {"/": "v", "app": "a" * 64},
+]
+
+
+def test_label_memo_reports_what_the_checks_report(monkeypatch):
+    from everynode.api.validation import meta
+
+    with monkeypatch.context() as m:
+        m.setattr(meta, "_VALID_LABELS", {"never": True})  # a memo that remembers nothing useful
+        m.setattr(meta, "remember", lambda memo, key, value, *, limit: value)
+        plain = [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES]
+    meta._VALID_LABELS.clear()
+    for _ in range(2):  # the second time every valid pair is remembered
+        assert [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES] == plain
+    assert ("app", "agent") in meta._VALID_LABELS and ("bad key!", "v") not in meta._VALID_LABELS
+
+
+def test_qualified_name_memo_keeps_reporting_errors():
+    from everynode.api.validation import meta
+
+    names = ["Ready", "example.com/Ready", "bad name!", "a/b/c", "", "x" * 64, "Ready"]
+    meta._QUALIFIED_NAMES.clear()
+    first = [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in names]
+    assert "Ready" in meta._QUALIFIED_NAMES and "bad name!" not in meta._QUALIFIED_NAMES
+    assert [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in names] == first
+    meta._QUALIFIED_NAMES.clear()
+    assert [[str(e) for e in meta.validate_qualified_name(n, "p")] for n in reversed(names)] == first[::-1]
 
 
 # --------------------------------------------------------------------------- service: private copies

@@ -110,7 +110,18 @@ def validate_dns1123_label(value: str, path: str) -> list[FieldError]:
 
 
 def validate_qualified_name(value: str, path: str) -> list[FieldError]:
-    return [field.invalid(path, value, msg) for msg in is_qualified_name(value)]
+    """``ValidateQualifiedName``; the names found valid are remembered (label keys, condition
+    types, finalizers: the same few on every write)."""
+    if value in _QUALIFIED_NAMES:
+        return []
+    errs = [field.invalid(path, value, msg) for msg in is_qualified_name(value)]
+    if not errs and type(value) is str:
+        remember(_QUALIFIED_NAMES, value, True, limit=_QUALIFIED_NAMES_MAX)
+    return errs
+
+
+_QUALIFIED_NAMES: dict[str, bool] = {}  # names known to pass validate_qualified_name
+_QUALIFIED_NAMES_MAX = 16_384
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:
@@ -118,13 +129,29 @@ def validate_label_name(name: str, path: str) -> list[FieldError]:
 
 
 def validate_labels(labels: Any, path: str) -> list[FieldError]:
-    """``ValidateLabels``: keys and values both reported on the map's own path."""
+    """``ValidateLabels``: keys and values both reported on the map's own path.
+
+    The (key, value) pairs found valid are remembered (``_VALID_LABELS``): every pod of a
+    controller, and every write of every object, carries the same few labels, and each check
+    is two regular expressions.  Only the verdict "valid" is kept, so error texts always come
+    from the checks."""
     errs: list[FieldError] = []
     for k, v in as_dict(labels).items():
-        errs.extend(validate_label_name(k, path))
         value = v if isinstance(v, str) else ""
-        errs.extend(field.invalid(path, value, msg) for msg in is_valid_label_value(value))
+        pair = (k, value)
+        if pair in _VALID_LABELS:
+            continue
+        found = validate_label_name(k, path)
+        found.extend(field.invalid(path, value, msg) for msg in is_valid_label_value(value))
+        if found:
+            errs.extend(found)
+        elif type(k) is str:
+            remember(_VALID_LABELS, pair, True, limit=_VALID_LABELS_MAX)
     return errs
+
+
+_VALID_LABELS: dict[tuple[Any, str], bool] = {}  # (key, value) pairs known to pass validate_labels
+_VALID_LABELS_MAX = 16_384
 
 
 def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
@@ -201,15 +228,18 @@ def validate_object_meta(meta: Any, *, namespaced: bool, name_fn: NameFn, path: 
     if generate_name:
         errs.extend(field.invalid(child(path, "generateName"), generate_name, msg)
                     for msg in _name_errors(name_fn, generate_name, True))
-    name = as_str(md.get("name"))
-    if not name:
-        errs.append(field.required(child(path, "name"), "name or generateName is required"))
-    else:
-        messages = _name_errors(name_fn, name, False)
-        if messages:
-            errs.extend(field.invalid(child(path, "name"), name, msg) for msg in messages)
+    errs.extend(validate_object_name(md, name_fn=name_fn, path=path))
     errs.extend(_validate_object_meta_common(md, namespaced=namespaced, path=path))
     return errs
+
+
+def validate_object_name(md: Obj, *, name_fn: NameFn, path: str = "metadata") -> list[FieldError]:
+    """The ``metadata.name`` part of :func:`validate_object_meta` (a create's name)."""
+    name = as_str(md.get("name"))
+    if not name:
+        return [field.required(child(path, "name"), "name or generateName is required")]
+    messages = _name_errors(name_fn, name, False)
+    return [field.invalid(child(path, "name"), name, msg) for msg in messages] if messages else []
 
 
 _VALID_NAMES: dict[tuple[Any, str, bool], bool] = {}  # (name_fn, value, prefix) known to pass

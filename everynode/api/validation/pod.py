@@ -57,6 +57,7 @@ from everynode.api.validation.meta import (
     validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
+    validate_object_name,
     validate_qualified_name,
 )
 from everynode.memo import remember
@@ -948,6 +949,16 @@ def _validate_pod_metadata_and_spec(pod: Obj) -> list[FieldError]:
             if image != image.strip():
                 errs.append(field.invalid(child(index(child("spec", key_name), i), "image"), image,
                                           "must not have leading or trailing whitespace"))
+    return errs
+
+
+def validate_pod_create_per_object(pod: Obj) -> list[FieldError]:
+    """The rules of :func:`validate_pod_create` that read what differs between the pods of one
+    template — the name (generated) and ``_PER_POD_FIELDS`` — in the order it applies them:
+    a pod whose other fields passed (the same fields as another pod's) gets all its errors here
+    (registry/templates.py)."""
+    errs = validate_object_name(as_dict(pod.get("metadata")), name_fn=name_is_dns_subdomain)
+    errs.extend(_validate_per_pod_fields(as_dict(pod.get("spec")), "spec"))
     return errs
 
 

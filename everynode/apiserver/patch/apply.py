@@ -26,9 +26,9 @@ the main resource of kinds with a status subresource (and ``spec`` not for statu
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import sys
+import zlib
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +43,7 @@ from everynode.api.schema import Node
 from everynode.memo import remember
 
 Path = tuple[str, ...]
+Tree = dict[str, Any]  # a FieldsV1 tree (or one node of it)
 
 _STRIPPED: frozenset[Path] = frozenset({
     ("f:apiVersion",), ("f:kind",),
@@ -122,62 +123,201 @@ def _field_element(key: str) -> str:
     element = _FIELD_ELEMENTS.get(key)
     if element is None:
         element = sys.intern(f"f:{key}")
-        if len(_FIELD_ELEMENTS) < 16_384:  # schema field names, plus map keys up to a bound
+        # Schema field names, plus map keys up to a bound; strings only (a key ``True`` would
+        # otherwise find the element of ``1``).
+        if len(_FIELD_ELEMENTS) < 16_384 and type(key) is str:
             _FIELD_ELEMENTS[key] = element
     return element
 
 
-def _collect(value: Any, node: Node | None, path: Path, out: set[Path]) -> None:
+def _member(tree: Any) -> bool:
+    """Whether a FieldsV1 node is a member itself: a leaf, or marked with ``.``."""
+    return not tree or "." in tree
+
+
+def _as_member(tree: Tree) -> Tree:
+    """The node of a position that is a member, with the members below it in ``tree``."""
+    if not tree or "." in tree:
+        return tree
+    return {".": {}, **tree}
+
+
+def _sorted(children: Tree) -> Tree:
+    return children if len(children) < 2 else {key: children[key] for key in sorted(children)}
+
+
+# Memo of :func:`_position` at ``_MEMO_DEPTH``: (schema node, JSON text) -> node.  The trees are
+# shared by the objects whose managedFields hold them and never mutated.
+_MEMO_DEPTH = 2
+_UNMEMOISED = -(1 << 30)  # the depth of positions walked without the memo
+_POSITIONS: dict[tuple[Node | None, int, int, int], Tree] = {}
+_POSITIONS_MAX = 4096
+
+
+def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
+    """The FieldsV1 node of a (non-root) position holding ``value``, as the member rule has it.
+
+    The member rule: a leaf, an untyped or atomic value (and an empty object or list) is one
+    member; a map-typed object is a member and so is each of its keys; an object's fields are
+    members but not the object itself; each item of a keyed list is a member (``k:{...}``), each
+    value of a set too (``v:<json>``), the list itself is not.  The node is ``{}`` for a member
+    with nothing below it, ``{".": {}, ...}`` for a member with members below, else just the
+    members below; children are in sorted order, as a sorted field set renders them.
+
+    ``depth`` is the position's depth in its object (1: a top-level field).  Positions from
+    ``_MEMO_DEPTH`` down are memoised by their value's JSON text (and schema node), the first
+    one reached on each branch: the objects of one kind made by one component repeat them (a
+    DaemonSet's pods have the same labels, owner, containers; a kubelet's statuses the same
+    conditions), while the levels above hold each object's own values (name, node pin), where a
+    memo would only miss."""
+    if depth >= _MEMO_DEPTH and value and isinstance(value, (dict, list)):
+        try:
+            key = (node, *_digest(orjson.dumps(value)))
+        except TypeError:  # not JSON-shaped (a non-string key): walk it every time
+            return _walk(value, node, _UNMEMOISED)
+        tree = _POSITIONS.get(key)
+        if tree is None:  # its children are looked up no more (their texts are parts of this one)
+            tree = remember(_POSITIONS, key, _walk(value, node, _UNMEMOISED), limit=_POSITIONS_MAX)
+        return tree
+    return _walk(value, node, depth)
+
+
+def _walk(value: Any, node: Node | None, depth: int) -> Tree:
+    """:func:`_position` without the memo (its children with it)."""
     if isinstance(value, dict):
         if not value:
-            out.add(path)
-            return
-        if node is None:
-            props, values = None, None
-        else:
-            kind = node.kind
-            props = node.props if kind == "object" else None
-            values = node.values if kind == "map" else None
-            if kind == "map" and path:
-                out.add(path)
+            return {}
+        kind = node.kind if node is not None else None
+        props = node.props if node is not None and kind == "object" else None
+        values = node.values if node is not None and kind == "map" else None
         elements = _FIELD_ELEMENTS
+        children: Tree = {}
         for key, sub in value.items():
             # node.child(key), inlined: this loop visits every field of every created object.
             child = props.get(key) if props is not None else values
-            sub_path = (*path, elements.get(key) or _field_element(key))
+            element = elements.get(key) or _field_element(key)
             if child is not None and isinstance(sub, (dict, list)) and child.kind not in ("scalar", "open"):
-                _collect(sub, child, sub_path, out)
+                children[element] = _position(sub, child, depth + 1)
             else:
-                out.add(sub_path)  # a leaf, an untyped or atomic value (map values unless typed)
-        return
+                children[element] = {}  # a leaf, an untyped or atomic value (map values unless typed)
+        children = _sorted(children)
+        return {".": {}, **children} if kind == "map" else children
     if isinstance(value, list):
         keys = _list_keys(node)
-        items = node.items if node is not None else None
         if keys is None or not value:
-            out.add(path)
-            return
+            return {}
+        items = node.items if node is not None else None
+        out: Tree = {}
         for item in value:
             if keys and isinstance(item, dict):
-                item_path = (*path, _key_element(item, keys))
-                out.add(item_path)
-                _collect(item, items, item_path, out)
+                element = _key_element(item, keys)
+                below = _as_member(_position(item, items, depth + 1))
+                out[element] = _union(out[element], below) if element in out else below
             else:
-                out.add((*path, "v:" + go_json(item).decode()))
-        return
-    out.add(path)
+                out["v:" + go_json(item).decode()] = {}
+        return _sorted(out)
+    return {}
+
+
+def _union(a: Tree, b: Tree) -> Tree:
+    """The members of two nodes of one position (a keyed list naming one item twice)."""
+    children = {key: below for key, below in a.items() if key != "."}
+    for key, below in b.items():
+        if key != ".":
+            children[key] = _union(children[key], below) if key in children else below
+    children = _sorted(children)
+    if _member(a) or _member(b):
+        return {".": {}, **children} if children else {}
+    return children
+
+
+def _root(children: Tree, skip: frozenset[str]) -> Tree:
+    """The tracked part of an object's members (given as its sorted top-level nodes): without
+    the system fields (``_STRIPPED``: their own membership goes, whatever is below them stays)
+    and without the untracked top-level half (``skip``: spec or status)."""
+    out: Tree = {}
+    for element, sub in children.items():
+        if element in skip:
+            continue
+        if element == "f:metadata":
+            kept: Tree = {}
+            for key, below in sub.items():
+                if key != "." and (element, key) in _STRIPPED:
+                    below = _strip_member(below)
+                    if not below:
+                        continue
+                if key != ".":
+                    kept[key] = below
+            sub = kept
+            if not sub:
+                continue
+        elif (element,) in _STRIPPED:
+            sub = _strip_member(sub)
+            if not sub:
+                continue
+        out[element] = sub
+    return out
+
+
+def _strip_member(tree: Tree) -> Tree:
+    """A node without its own membership (the members below it stay)."""
+    return {key: below for key, below in tree.items() if key != "."} if tree else {}
+
+
+def _object_tree(obj: dict[str, Any], node: Node | None, skip: frozenset[str]) -> Tree:
+    """The tracked members of a whole object as a FieldsV1 tree (what it renders as)."""
+    kind = node.kind if node is not None else None
+    props = node.props if node is not None and kind == "object" else None
+    values = node.values if node is not None and kind == "map" else None
+    children: Tree = {}
+    for key, sub in obj.items():
+        element = _field_element(key)
+        if element in skip:
+            continue
+        child = props.get(key) if props is not None else values
+        if child is not None and isinstance(sub, (dict, list)) and child.kind not in ("scalar", "open"):
+            children[element] = _position(sub, child, 1)
+        else:
+            children[element] = {}
+    return _root(_sorted(children), skip)
+
+
+def created_members(obj: dict[str, Any], *, api_version: str, kind: str) -> Tree:
+    """The tracked members of a created object (or of a part of one), as the FieldsV1 tree its
+    creator's entry holds."""
+    return _object_tree(obj, schema.kind_node(api_version, kind), _untracked_top(api_version, kind, None))
+
+
+def without_members(tree: Tree, path: tuple[str, ...]) -> Tree:
+    """A root ``tree`` without the members at and below the field at ``path`` (field names)."""
+    element = _field_element(path[0])
+    below = tree.get(element)
+    if below is None:
+        return tree
+    out = dict(tree)
+    rest = without_members(below, path[1:]) if len(path) > 1 else {}
+    if rest and (len(rest) > 1 or "." not in rest):
+        out[element] = rest
+    elif rest:  # only its own membership is left
+        out[element] = {}
+    else:
+        del out[element]
+    return out
+
+
+def with_members(tree: Tree, part: dict[str, Any], *, api_version: str, kind: str) -> Tree:
+    """The (interned) root ``tree`` with the members of ``part`` (a partial object whose fields
+    ``tree`` does not hold) added: the entry of an object made of both."""
+    out = dict(tree)
+    for element, below in created_members(part, api_version=api_version, kind=kind).items():
+        out[element] = _union(out[element], below) if element in out else below
+    return _interned(_sorted(out))
 
 
 def field_set(obj: dict[str, Any], *, api_version: str, kind: str, subresource: str | None = None) -> set[Path]:
     """The tracked field set of ``obj`` (system fields and the other half of status/spec removed)."""
     node = schema.kind_node(api_version, kind)
-    out: set[Path] = set()
-    _collect(obj, node, (), out)
-    return _tracked(out, _untracked_top(api_version, kind, subresource))
-
-
-def _tracked(paths: set[Path], skip: frozenset[str]) -> set[Path]:
-    """Paths without system fields and without the untracked top-level half (spec/status)."""
-    return {p for p in paths if p not in _STRIPPED and (not p or p[0] not in skip)}
+    return parse_fields_v1(_object_tree(obj, node, _untracked_top(api_version, kind, subresource)))
 
 
 @functools.cache
@@ -189,16 +329,31 @@ def _untracked_top(api_version: str, kind: str, subresource: str | None) -> froz
     return frozenset({"f:status"}) if has_status else frozenset()
 
 
-_TREES: dict[bytes, dict[str, Any]] = {}  # 128-bit digest of the tree -> the tree
-_TREES_MAX = 50_000
+# The digest of a tree's JSON text -> the tree.  Thousands of pods of one DaemonSet, and every
+# node's lease, have the same managed fields, so one shared (never mutated) tree serves them all
+# (measured: the trees were 40% of the memory of a converged cluster before interning).  The
+# text holds the key order, so equal texts are equal trees; sets unique to one object (a pod's
+# status with its own IP) come and go with the table's clears.
+_TREES: dict[tuple[int, int, int], Tree] = {}
+_TREES_MAX = 4096
+
+
+def _digest(text: bytes) -> tuple[int, int, int]:
+    """A 96-bit digest of a JSON text (and its length) for the memo keys: the texts themselves
+    would hold kilobytes per entry (20 MB for the tables of a 5,000-pod converge)."""
+    return hash(text), zlib.crc32(text), len(text)
+
+
+def _interned(tree: Tree) -> Tree:
+    key = _digest(orjson.dumps(tree))
+    shared = _TREES.get(key)
+    if shared is not None:
+        return shared
+    return remember(_TREES, key, tree, limit=_TREES_MAX)
 
 
 def fields_v1(paths: AbstractSet[Path]) -> dict[str, Any]:
-    """Render a field set as a FieldsV1 tree.
-
-    Trees are interned: thousands of pods of one DaemonSet, and every node's lease, have the
-    same managed fields, so one shared (never mutated) tree serves them all.  Measured: the
-    trees were 40% of the memory of a converged cluster before interning."""
+    """Render a field set as a FieldsV1 tree (interned, see ``_TREES``)."""
     members = frozenset(paths)
     shared = _TREES_BY_SET.get(members)
     if shared is not None:
@@ -206,29 +361,26 @@ def fields_v1(paths: AbstractSet[Path]) -> dict[str, Any]:
     return remember(_TREES_BY_SET, members, _render_fields_v1(members), limit=_TREES_BY_SET_MAX)
 
 
-# Field set -> its interned tree.  Bounded more tightly than _TREES: a key holds the whole set
-# (kilobytes for a pod), and sets unique to one object (a pod's status with its own IP) would
-# otherwise pile up; the common shapes are re-added within a few writes after a clear.
+# Field set -> its interned tree (server-side apply and the rarer ownership changes work on
+# sets); a key holds the whole set, so the table is bounded like _TREES.
 _TREES_BY_SET: dict[frozenset[Path], dict[str, Any]] = {}
 _TREES_BY_SET_MAX = 4096
 
 
 def _render_fields_v1(members: frozenset[Path]) -> dict[str, Any]:
-    """The FieldsV1 tree of a field set, interned by content (:func:`fields_v1` memoises this
-    per field set: the set's hash is far cheaper than sorting, building and digesting the tree,
-    and every Event, lease and pod of one shape has the same set)."""
-    paths = members
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
+    """The FieldsV1 tree of a field set, interned by content."""
+    return _interned(_tree_of(members))
+
+
+def _tree_of(members: AbstractSet[Path]) -> Tree:
+    """The FieldsV1 tree of a set of paths: sorted children, ``.`` on members with children."""
+    root: Tree = {}
+    for path in sorted(members):
         node = root
         for element in path:
-            node = node.setdefault(sys.intern(element), {})
+            node = node.setdefault(element, {})
     _mark(root, (), members)
-    key = hashlib.blake2b(orjson.dumps(root, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
-    shared = _TREES.get(key)
-    if shared is not None:
-        return shared
-    return remember(_TREES, key, root, limit=_TREES_MAX)
+    return root
 
 
 def _mark(tree: dict[str, Any], path: Path, members: AbstractSet[Path]) -> None:
@@ -386,10 +538,10 @@ def _describe(entry: dict[str, Any]) -> str:
     return text
 
 
-def _make_entry(manager: str, operation: str, api_version: str, time: str, paths: AbstractSet[Path],
+def _make_entry(manager: str, operation: str, api_version: str, time: str, fields: Tree,
                 subresource: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"manager": manager, "operation": operation, "apiVersion": api_version,
-                             "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)}
+                             "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields}
     if subresource:
         entry["subresource"] = subresource
     return entry
@@ -481,13 +633,14 @@ def apply_server_side(live: dict[str, Any] | None, applied: dict[str, Any], *, m
     replaced = False
     for entry, paths in entries:
         if _identity(entry) == me:
-            new_entries.append((_make_entry(manager, "Apply", api_version, time, applied_set, subresource),
-                                applied_set))
+            new_entries.append((_make_entry(manager, "Apply", api_version, time, fields_v1(applied_set),
+                                            subresource), applied_set))
             replaced = True
         else:
             new_entries.append((entry, paths))
     if not replaced:
-        new_entries.append((_make_entry(manager, "Apply", api_version, time, applied_set, subresource), applied_set))
+        new_entries.append((_make_entry(manager, "Apply", api_version, time, fields_v1(applied_set), subresource),
+                            applied_set))
     _store_entries(result, new_entries)
     return result
 
@@ -502,23 +655,20 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     by everyone.  Managed fields sent in ``new`` by the client are ignored in favour of
     ``old``'s (as upstream does when the client did not change them deliberately).
 
-    This runs on every write, so it diffs ``old`` against ``new`` (:func:`_diff`: subtrees that
-    are the same object or compare equal are skipped at C speed) instead of building both
-    objects' whole field sets, and re-renders only the entries whose fields changed.
+    This runs on every write, so it works on FieldsV1 trees, the form the entries keep: the
+    changed and removed members come out of a walk of only what differs between ``old`` and
+    ``new`` (:func:`_diff`: subtrees that are the same object or compare equal are skipped at C
+    speed), already as the tree a new entry stores, and the other entries are only compared
+    with them; a created object's members are one walk of it (:func:`_object_tree`).  Field
+    sets (paths) are built only when an entry's ownership really changes.
     """
     node = schema.kind_node(api_version, kind)
     skip = _untracked_top(api_version, kind, subresource)
-    changed: AbstractSet[Path] = set()
-    removed: set[Path] = set()
+    removed: Tree = {}
     if old:
-        diffed: set[Path] = set()
-        _diff(old, new, node, (), diffed, removed)
-        changed = diffed
-        changed = _tracked(changed, skip)
+        changed, removed = _diff_object(old, new, node, skip)
     else:
-        changed = _created_fields(new, node, skip, (api_version, kind, subresource))
-    if removed:
-        removed = _tracked(removed, skip)
+        changed = _created_tree(new, node, skip, (api_version, kind, subresource))
     result = dict(new)
     md = dict(result.get("metadata") or {})
     result["metadata"] = md
@@ -531,7 +681,6 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         return result
     me = (manager or "unknown", operation, api_version, subresource or "")
     time = _timestamp(now)
-    touched = changed | removed
     rendered: list[dict[str, Any]] = []
     found = False
     # Entries are read, never changed: changed ones are rebuilt, so no copies are needed.
@@ -544,22 +693,22 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         if _identity(entry) == me:
             found = True
             stamp = time if changed else entry.get("time", time)
-            if _tree_has_all(tree, changed) and not (removed and _tree_has_any(tree, removed)):
+            if _covers(tree, changed) and not (removed and _meets(tree, removed)):
                 # The common write: a manager changing values of fields it already owns (a
                 # lease renewal, a status heartbeat): the field set is the same, only the time moves.
                 rendered.append(entry if entry.get("time") == stamp else {**entry, "time": stamp})
                 continue
-            paths = (parse_fields_v1(tree) - removed) | changed
+            paths = (parse_fields_v1(tree) - parse_fields_v1(removed)) | parse_fields_v1(changed)
             if paths:
-                rendered.append(_make_entry(me[0], operation, api_version, stamp, paths, subresource))
-        elif old and _tree_has_any(tree, touched):
-            paths = parse_fields_v1(tree) - touched
+                rendered.append(_make_entry(me[0], operation, api_version, stamp, fields_v1(paths), subresource))
+        elif old and (_meets(tree, changed) or _meets(tree, removed)):
+            paths = parse_fields_v1(tree) - parse_fields_v1(changed) - parse_fields_v1(removed)
             if paths:
                 rendered.append({**entry, "fieldsV1": fields_v1(paths)})
         elif tree:
             rendered.append(entry)
     if not found and changed:
-        rendered.append(_make_entry(me[0], operation, api_version, time, changed, subresource))
+        rendered.append(_make_entry(me[0], operation, api_version, time, _interned(changed), subresource))
     if rendered:
         md["managedFields"] = rendered
     else:
@@ -567,32 +716,29 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     return result
 
 
-# (api_version, kind, subresource, shape) -> the tracked field set of a created object.
-_CREATED_FIELDS: dict[tuple[Any, ...], frozenset[Path]] = {}
-_CREATED_FIELDS_MAX = 4096
+# (api_version, kind, subresource, shape) -> the (interned) member tree of a created object.
+_CREATED: dict[tuple[Any, ...], Tree] = {}
+_CREATED_MAX = 4096
 
 
-def _created_fields(new: dict[str, Any], node: Node | None, skip: frozenset[str],
-                    memo_key: tuple[Any, ...]) -> set[Path] | frozenset[Path]:
-    """``_tracked(_collect(new))``, memoised on ``new``'s shape when it has one (:func:`_shape`).
+def _created_tree(new: dict[str, Any], node: Node | None, skip: frozenset[str],
+                  memo_key: tuple[Any, ...]) -> Tree:
+    """``_object_tree(new)``, memoised on ``new``'s shape when it has one (:func:`_shape`).
 
     Every Event, and every other object of one kind created by one component, has the same
-    keys: the field set is then known without building its paths again."""
+    keys: its members are then known without walking it again."""
     shape = _shape(new)
-    key = None if shape is None else (*memo_key, shape)
-    known = None if key is None else _CREATED_FIELDS.get(key)
-    if known is not None:
-        return known
-    out: set[Path] = set()
-    _collect(new, node, (), out)
-    fields = _tracked(out, skip)
-    if key is not None:
-        return remember(_CREATED_FIELDS, key, frozenset(fields), limit=_CREATED_FIELDS_MAX)
-    return fields
+    if shape is None:
+        return _object_tree(new, node, skip)
+    key = (*memo_key, shape)
+    tree = _CREATED.get(key)
+    if tree is None:
+        tree = remember(_CREATED, key, _interned(_object_tree(new, node, skip)), limit=_CREATED_MAX)
+    return tree
 
 
 def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
-    """Everything :func:`_collect` reads of a list-free object: its keys, and for each whether
+    """Everything the member walk reads of a list-free object: its keys, and for each whether
     the value is an object (with that object's shape).  None when there is a list (the members
     of keyed lists and sets depend on values) or a key that is not a string (``True`` and ``1``
     would be one key here but two members)."""
@@ -612,87 +758,90 @@ def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
     return tuple(parts)
 
 
-def _tree_has_all(tree: dict[str, Any], paths: AbstractSet[Path]) -> bool:
-    for path in paths:
-        if not _tree_has(tree, path):
+def _covers(tree: Any, members: Tree) -> bool:
+    """Whether every member in ``members`` is a member of the FieldsV1 ``tree`` (same position)."""
+    for element, below in members.items():
+        if element == ".":
+            continue
+        node = tree.get(element) if isinstance(tree, dict) else None
+        if node is None:
+            return False
+        if _member(below) and not _member(node):
+            return False
+        if len(below) > ("." in below) and not _covers(node, below):
             return False
     return True
 
 
-def _tree_has_any(tree: dict[str, Any], paths: AbstractSet[Path]) -> bool:
-    """``any(_tree_has(tree, p) for p in paths)``, without walking the paths whose first element
-    the tree does not have (a status write touches ~50 ``f:status`` paths, and the entry of the
-    manager that created the object usually has no ``f:status`` at all)."""
-    if not isinstance(tree, dict):
-        return any(_tree_has(tree, p) for p in paths)
-    for path in paths:
-        if path and path[0] not in tree:
-            continue  # _tree_has would stop at the first element
-        if _tree_has(tree, path):
+def _meets(tree: Any, members: Tree) -> bool:
+    """Whether some member in ``members`` is a member of the FieldsV1 ``tree`` (same position)."""
+    for element, below in members.items():
+        if element == ".":
+            continue
+        node = tree.get(element) if isinstance(tree, dict) else None
+        if node is None:
+            continue
+        if _member(below) and _member(node):
+            return True
+        if len(below) > ("." in below) and _meets(node, below):
             return True
     return False
 
 
-def _tree_has(tree: dict[str, Any], path: Path) -> bool:
-    """Whether ``path`` is a member of a FieldsV1 tree (a leaf, or a node marked with ``.``)."""
-    node: Any = tree
-    for element in path:
-        node = node.get(element) if isinstance(node, dict) else None
-        if node is None:
-            return False
-    return not node or "." in node
+def _diff_object(old: dict[str, Any], new: dict[str, Any], node: Node | None,
+                 skip: frozenset[str]) -> tuple[Tree, Tree]:
+    """The tracked members ``new`` changed or added, and those it removed, relative to ``old``."""
+    changed, removed = _diff(old, new, node, 0, skip)
+    return _root(changed or {}, skip), _root(removed or {}, skip)
 
 
-def _members(value: Any, node: Node | None, path: Path) -> set[Path]:
-    out: set[Path] = set()
-    _collect(value, node, path, out)
-    return out
+_NO_SKIP: frozenset[str] = frozenset()
 
 
-def _diff_generic(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path], removed: set[Path]) -> None:
-    """The plain definition, for one subtree: members of ``new`` that are new or whose leaf value
-    changed, and members of ``old`` that are gone."""
-    old_paths = _members(old, node, path)
-    new_paths = _members(new, node, path)
-    depth = len(path)
-    for p in new_paths:
-        if p not in old_paths or _changed(_get(old, p[depth:]), _get(new, p[depth:])):
-            changed.add(p)
-    removed |= old_paths - new_paths
+def _diff(old: Any, new: Any, node: Node | None, depth: int,
+          skip: frozenset[str] = _NO_SKIP) -> tuple[Tree | None, Tree | None]:
+    """The changed and the removed members at a position both versions have, as its nodes
+    (None: none), walking only where they differ.
 
-
-def _diff(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path], removed: set[Path]) -> None:
-    """Changed and removed members between two versions, walking only where they differ.
-
-    Mirrors :func:`_collect`'s notion of members: where both sides have the same shape (both
-    non-empty dicts, or both non-empty keyed lists) the walk descends; anywhere else the subtree
-    is compared by :func:`_diff_generic`."""
+    Mirrors the member rule (:func:`_position`): where both sides have the same shape (both
+    non-empty objects, or both non-empty keyed lists) the walk descends; anywhere else the
+    position is compared member by member (:func:`_diff_generic`).  ``depth``: the position's
+    (0: the object); ``skip``: top-level fields not to look at (the object's untracked half)."""
     if isinstance(old, dict) and isinstance(new, dict) and old and new:
+        changed: Tree = {}
+        removed: Tree = {}
         for key, sub in new.items():
             before = old.get(key, _MISSING)
             if before is sub or before == sub:
-                continue  # most keys of a write: compared at C speed, no paths built
+                continue  # most keys of a write: compared at C speed, nothing built
+            element = _field_element(key)
+            if element in skip:
+                continue
             child = node.child(key) if node is not None else None
-            sub_path = (*path, _field_element(key))
-            # _descends(value, child, node), for both sides at once
             typed = child is not None and child.kind != "scalar" and child.kind != "open"
             sub_descends = typed and isinstance(sub, (dict, list))
             if before is _MISSING:
-                _collect(sub, child, sub_path, changed) if sub_descends else changed.add(sub_path)
+                changed[element] = _position(sub, child, depth + 1) if sub_descends else {}
                 continue
             before_descends = typed and isinstance(before, (dict, list))
             if sub_descends and before_descends and type(sub) is type(before):
-                _diff(before, sub, child, sub_path, changed, removed)
+                below_changed, below_removed = _diff(before, sub, child, depth + 1)
             elif sub_descends or before_descends:
-                _diff_generic(before, sub, child, sub_path, changed, removed)
+                below_changed, below_removed = _diff_generic(before, sub, child)
             else:
-                changed.add(sub_path)  # two different leaves
+                below_changed, below_removed = {}, None  # two different leaves
+            if below_changed is not None:
+                changed[element] = below_changed
+            if below_removed is not None:
+                removed[element] = below_removed
         for key, before in old.items():
             if key not in new:
+                element = _field_element(key)
+                if element in skip:
+                    continue
                 child = node.child(key) if node is not None else None
-                sub_path = (*path, _field_element(key))
-                _collect(before, child, sub_path, removed) if _descends(before, child, node) else removed.add(sub_path)
-        return
+                removed[element] = _position(before, child, depth + 1) if _descends(before, child) else {}
+        return (_sorted(changed) or None), (_sorted(removed) or None)
     if isinstance(old, list) and isinstance(new, list) and old and new:
         keys = _list_keys(node)
         if keys and all(isinstance(i, dict) for i in old) and all(isinstance(i, dict) for i in new):
@@ -700,26 +849,56 @@ def _diff(old: Any, new: Any, node: Node | None, path: Path, changed: set[Path],
             old_items = {_key_element(i, keys): i for i in old}
             new_items = {_key_element(i, keys): i for i in new}
             if len(old_items) == len(old) and len(new_items) == len(new):  # no duplicate keys
-                for k, item in new_items.items():
-                    item_path = (*path, k)
-                    if k in old_items:
-                        before = old_items[k]
+                changed = {}
+                removed = {}
+                for element, item in new_items.items():
+                    if element in old_items:
+                        before = old_items[element]
                         if before is not item and before != item:
-                            _diff(before, item, items, item_path, changed, removed)
+                            below_changed, below_removed = _diff(before, item, items, depth + 1)
+                            if below_changed is not None:
+                                changed[element] = below_changed
+                            if below_removed is not None:
+                                removed[element] = below_removed
                     else:
-                        changed.add(item_path)
-                        _collect(item, items, item_path, changed)
-                for k, item in old_items.items():
-                    if k not in new_items:
-                        item_path = (*path, k)
-                        removed.add(item_path)
-                        _collect(item, items, item_path, removed)
-                return
-    _diff_generic(old, new, node, path, changed, removed)
+                        changed[element] = _as_member(_position(item, items, depth + 1))
+                for element, item in old_items.items():
+                    if element not in new_items:
+                        removed[element] = _as_member(_position(item, items, depth + 1))
+                return (_sorted(changed) or None), (_sorted(removed) or None)
+    return _diff_generic(old, new, node)
 
 
-def _descends(value: Any, child: Node | None, parent: Node | None) -> bool:
-    """Whether :func:`_collect` walks into ``value`` (else it is one member)."""
+def _diff_generic(old: Any, new: Any, node: Node | None) -> tuple[Tree | None, Tree | None]:
+    """The plain definition, for one position: members of ``new`` that are new or whose leaf
+    value changed, and members of ``old`` that are gone (paths relative to the position)."""
+    old_paths = _relative_members(old, node)
+    new_paths = _relative_members(new, node)
+    changed = {p for p in new_paths if p not in old_paths or _changed(_get(old, p), _get(new, p))}
+    return _node_of(changed), _node_of(old_paths - new_paths)
+
+
+def _relative_members(value: Any, node: Node | None) -> set[Path]:
+    """The members at and below a position, as paths relative to it (``()``: the position)."""
+    tree = _position(value, node)
+    paths = parse_fields_v1(tree)
+    if _member(tree):
+        paths.add(())
+    return paths
+
+
+def _node_of(paths: set[Path]) -> Tree | None:
+    """The node of a position holding ``paths`` (relative; None when there are none)."""
+    if not paths:
+        return None
+    below = _tree_of(paths - {()})
+    if () in paths:
+        return {".": {}, **below} if below else {}
+    return below
+
+
+def _descends(value: Any, child: Node | None) -> bool:
+    """Whether the member walk goes into ``value`` (else it is one member)."""
     if isinstance(value, (dict, list)) and child is not None and child.kind not in ("scalar", "open"):
         return True
     return False

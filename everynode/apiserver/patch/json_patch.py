@@ -18,6 +18,7 @@ import jsonpatch
 import jsonpointer
 
 from everynode.api.errors import ApiError, bad_request, status
+from everynode.api.meta import deep_copy
 
 MAX_JSON_PATCH_OPERATIONS = 10000
 _VALID_OPS = {"add", "remove", "replace", "move", "copy", "test"}
@@ -33,7 +34,7 @@ def _cause(obj: dict[str, Any], ops: list[Any]) -> str:
     doc: Any = obj
     for op in ops:
         try:
-            doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=False)
+            doc = jsonpatch.JsonPatch([op]).apply(deep_copy(doc), in_place=True)
         except jsonpatch.JsonPatchTestFailed:
             return f"testing value {op.get('path')} failed: test failed"
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError,
@@ -62,7 +63,10 @@ def apply_json_patch(obj: dict[str, Any], ops: Any) -> Any:
         if op.get("op") not in _VALID_OPS:
             raise _rejected(f"Unexpected kind: {op.get('op')}")  # evanphx, at apply time → 422
     try:
-        return jsonpatch.JsonPatch(ops).apply(obj, in_place=False)
+        # The copy is an orjson round trip (deep_copy), not jsonpatch's copy.deepcopy: stored
+        # objects share equal subtrees, possibly twice within one object (managedFields trees),
+        # and deepcopy would keep such a pair aliased, so a patch of one place would change both.
+        return jsonpatch.JsonPatch(ops).apply(deep_copy(obj), in_place=True)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, KeyError, IndexError,
             TypeError, ValueError):
         raise _rejected(_cause(obj, ops)) from None

@@ -25,12 +25,15 @@ Values taken from the patch for fields absent in the live object are cleaned of 
 nulls (upstream ``removeDirectives`` / ``discardNullValuesFromPatch``).
 
 Copy-on-write: only maps and lists on the path of a change are rebuilt; untouched subtrees are
-shared with the input (objects are immutable by convention; ``deep_copy`` before mutating).
+shared with the live object (objects are immutable by convention; ``deep_copy`` before
+mutating).  Nothing of the patch is kept: what the result takes from it is new maps and lists,
+so the in-process client hands a patch over without copying it (apiserver/service.py).
 Bad patches raise :class:`ApiError` with upstream's codes (``interpretStrategicMergePatchError``).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -217,12 +220,14 @@ def _clean(value: Any, node: Node | None) -> Any:
         return _clean_map(value, node)
     if isinstance(value, list):
         items = node.items if node is not None and node.kind == "array" else None
-        out = []
+        out: list[Any] = []
         for item in value:
             if isinstance(item, dict):
                 if item.get(DIRECTIVE) is not None:
                     continue
                 out.append(_clean_map(item, items))
+            elif isinstance(item, list):
+                out.append(copy.deepcopy(item))  # (a list of lists: kept as it is, as a private copy)
             else:
                 out.append(item)
         return out
@@ -233,9 +238,8 @@ def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
     """``_merge_map({}, value, node)``, directly when ``value`` has no ``$`` keys (the usual
     case: whole new items of a status write): with nothing to merge into and no directives,
     merging is dropping nulls and ``$patch: delete`` maps and cleaning each value."""
-    for key in value:
-        if key.startswith("$"):
-            return _merge_map({}, value, node)
+    if _has_directive(value):
+        return _merge_map({}, value, node)
     out: dict[str, Any] = {}
     for key, sub in value.items():
         if sub is None:
@@ -249,6 +253,19 @@ def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
         else:
             out[key] = sub
     return out
+
+
+def _has_directive(patch: dict[str, Any]) -> bool:
+    """Whether a key of ``patch`` starts with ``$``.  The smallest key tells at C speed when
+    none can (every other key sorts after it; ``$`` sorts before letters and digits), which is
+    every map of a status write."""
+    try:
+        least = min(patch, default="~")
+    except TypeError:  # keys that do not compare (not a JSON object): look at each
+        least = None
+    if type(least) is str and least[:1] > "$":
+        return False
+    return any(key.startswith("$") for key in patch)
 
 
 def _validate_set_order(patch_list: list[Any], order: list[Any], merge_key: str) -> None:
@@ -380,7 +397,9 @@ def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: st
         else:
             raise internal(f"unknown patch type: {directive} in map: {_go_value(item)}")
     if replace:
-        return plain, []
+        # The patch's items as they are (upstream does not clean them), as private copies: the
+        # result keeps no part of the patch (the in-process client does not copy it).
+        return copy.deepcopy(plain), []
     return original, plain
 
 
@@ -420,7 +439,7 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], node: Nod
     # Directives are rare (kubectl's client-side apply, deletions): without any "$" key the patch
     # is merged as it is, with no private copy of it and no directive checks per key.
     pending = patch
-    special = any(key.startswith("$") for key in patch)
+    special = _has_directive(patch)
     if special:
         pending = dict(patch)
 

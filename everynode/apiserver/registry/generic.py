@@ -63,6 +63,7 @@ from everynode.apiserver.registry.options import (
     too_large_rv,
 )
 from everynode.apiserver.registry.strategy import Strategy, before_create, before_update
+from everynode.apiserver.registry.templates import Created, TemplateCreates
 from everynode.clock import format_rfc3339, parse_rfc3339
 from everynode.storage.base import (
     ConflictError,
@@ -94,6 +95,9 @@ class ResourceStore:
         self.ctx = ctx
         self.strategy = strategy if strategy is not None else Strategy()
         self.creators: Mapping[str, SubresourceCreator] = {}
+        # Creates answered from an earlier one's processing (templates.py), for kinds whose
+        # objects are made from templates.
+        self.templates = TemplateCreates(self) if self.strategy.template_fields else None
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -162,12 +166,21 @@ class ResourceStore:
         rt = self.rt
         if "create" not in rt.verbs:
             raise errors.method_not_allowed("create", rt.plural, rt.group)
+        templates = self.templates
+        plan = templates.plan(namespace if rt.namespaced else "", body, opts) if templates is not None else None
+        if templates is not None and plan is not None:
+            created = await templates.create(plan, opts)
+            if created is not None:
+                return created
         obj = decode(rt, namespace if rt.namespaced else "", body, opts)
         apply_defaults(rt.key, obj)
-        return await self.create_new(obj, opts)
+        learn = templates.learner(plan, opts) if templates is not None and plan is not None else None
+        return await self.create_new(obj, opts, on_created=learn)
 
-    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False) -> Obj:
-        """Admission → strategy → validation → store, for a decoded and defaulted object."""
+    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False,
+                         on_created: Created | None = None) -> Obj:
+        """Admission → strategy → validation → store, for a decoded and defaulted object.
+        ``on_created`` is given the object as made (before the token volume) and as stored."""
         rt = self.rt
         ctx = self.ctx
         strategy = self.strategy
@@ -194,19 +207,23 @@ class ResourceStore:
         if not managed_fields_done:
             obj = record_managed_fields(None, obj, manager=manager(opts), operation="Update", now=now,
                                         api_version=rt.api_version, kind=rt.kind)
+        made = obj
         if token_account is not None:
             obj = with_token_volume(obj)
         try:
-            created = await self._store_new(obj, opts, generate)
+            created = await self.store_new(obj, opts, generate)
         except BaseException:
             if finish is not None:
                 finish(False)
             raise
         if finish is not None:
             finish(True)
+        if on_created is not None:
+            on_created(made, created)
         return created
 
-    async def _store_new(self, obj: Obj, opts: RequestOptions, generate: str | None) -> Obj:
+    async def store_new(self, obj: Obj, opts: RequestOptions, generate: str | None) -> Obj:
+        """The write of a new object (a fresh name for ``generate`` when the drawn one is taken)."""
         rt = self.rt
         store = self.ctx.store
         md = obj["metadata"]

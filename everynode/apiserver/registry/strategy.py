@@ -89,6 +89,18 @@ class Strategy:
 
     # -- create ----------------------------------------------------------------------------------
 
+    template_fields: tuple[str, ...] = ()
+    """Fields of the spec that differ between the objects a controller makes from one template
+    and that no rule of a create reads together with anything else (registry/templates.py: the
+    creates answered from the first one's processing).  None for most kinds."""
+    template_refusals: tuple[str, ...] = ()
+    """Spec fields whose presence sends a create the full way (rules read them with others)."""
+
+    def validate_create_per_object(self, rt: ResourceType, obj: Obj) -> list[fielderr.FieldError]:
+        """The rules of :meth:`validate_create` reading what differs between two objects of one
+        template (their generated names and ``template_fields``), in its order."""
+        return []
+
     def prepare_for_create(self, obj: Obj) -> None:
         """The kind's ``PrepareForCreate`` (system metadata is already set by :func:`before_create`)."""
 

@@ -61,7 +61,7 @@ from everynode.apiserver.registry.apiextensions.customresource import (
     ServedVersion,
 )
 from everynode.apiserver.registry.context import ServerContext
-from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.generic import Created, ResourceStore
 from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.strategy import (
     StatusStrategy,
@@ -126,9 +126,10 @@ class CustomResourceDefinitionStore(ResourceStore):
         super().__init__(rt, ctx, CustomResourceDefinitionStrategy())
         self.serving: CustomResourceServing | None = None
 
-    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False) -> Obj:
+    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False,
+                         on_created: Created | None = None) -> Obj:
         _warn_about_cel(obj, opts)
-        created = await super().create_new(obj, opts, managed_fields_done=managed_fields_done)
+        created = await super().create_new(obj, opts, managed_fields_done=managed_fields_done, on_created=on_created)
         if not opts.dry_run and self.serving is not None:
             await self.serving.sync(created["metadata"]["name"])
         return created

@@ -18,7 +18,7 @@ from typing import Any
 
 from everynode.api.rbac_escalation import binding_write_forbidden, role_write_forbidden
 from everynode.apiserver.authorization import RBAC
-from everynode.apiserver.registry.generic import ResourceStore
+from everynode.apiserver.registry.generic import Created, ResourceStore
 from everynode.apiserver.registry.options import RequestOptions
 
 Obj = dict[str, Any]
@@ -40,9 +40,10 @@ class PolicyBasedStore(ResourceStore):
         if refusal is not None:
             raise refusal
 
-    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False) -> Obj:
+    async def create_new(self, obj: Obj, opts: RequestOptions, *, managed_fields_done: bool = False,
+                         on_created: Created | None = None) -> Obj:
         self._check(obj, None, opts)
-        return await super().create_new(obj, opts, managed_fields_done=managed_fields_done)
+        return await super().create_new(obj, opts, managed_fields_done=managed_fields_done, on_created=on_created)
 
     async def update_existing(self, new: Obj, old: Obj, subresource: str | None, opts: RequestOptions, *,
                               managed_fields_done: bool = False) -> Obj:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from everynode.api import field_errors as fielderr
+from everynode.api.registry import ResourceType
+from everynode.api.validation.pod import validate_pod_create_per_object
 from everynode.apiserver.registry.strategy import (
     StatusStrategy,
     Strategy,
@@ -21,6 +24,11 @@ Obj = dict[str, Any]
 
 
 class PodStrategy(Strategy):
+    # The node pin of a DaemonSet's pod.  Not ``nodeName``: a rule reads it with
+    # ``schedulingGates`` (and the scheduler's binding sets it, not a controller).
+    template_fields = ("affinity",)
+    template_refusals = ("nodeName",)
+
     def __init__(self) -> None:
         super().__init__(return_deleted_object=True, keeps_status=True,
                          subresources={"status": PodStatusStrategy()})
@@ -40,6 +48,9 @@ class PodStrategy(Strategy):
                 "message": "Scheduling is blocked due to non-empty scheduling gates",
             }]
         obj["status"] = status
+
+    def validate_create_per_object(self, rt: ResourceType, obj: Obj) -> list[fielderr.FieldError]:
+        return validate_pod_create_per_object(obj)
 
     def prepare_for_update(self, new: Obj, old: Obj) -> None:
         keep(new, old, "status")
