@@ -26,8 +26,10 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
+
+import orjson
 
 from everynode.api.intstr import scaled_value
 from everynode.api.pod import is_pod_ready
@@ -172,5 +174,8 @@ async def converged_snapshot(nodes: int, *, startup: float = 5.0,
             if status.get("numberAvailable") == nodes and status.get("updatedNumberScheduled") == nodes:
                 break
             await asyncio.sleep(startup)
-        snapshot = await read_live(client)
+        live = await read_live(client)
+    # Read as a dump file or an HTTP list is read: objects of their own, not the store's (whose
+    # shared sub-trees would make loading them into the plan's copy cheaper than it is for a user).
+    snapshot = ClusterObjects(**{f.name: orjson.loads(orjson.dumps(getattr(live, f.name))) for f in fields(live)})
     return snapshot, time.perf_counter() - wall0
