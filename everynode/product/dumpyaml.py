@@ -74,47 +74,43 @@ def _fast(data: bytes | str, loader: type[Any]) -> list[Any]:
     for ev in parsed:
         kind = type(ev)
         if kind is events.ScalarEvent:
-            if ev.anchor is not None or (ev.tag is not None and ev.tag != "!"):
-                raise _Unsupported("anchor or tag")
-            value = plain(ev.value) if ev.implicit[0] else ev.value
-            if current is None:
-                docs.append(value)
-                pending_doc = False
-            elif type(current) is list:
-                current.append(value)
-            elif key is _UNSET:
-                if value == MERGE_KEY and ev.implicit[0]:
-                    raise _Unsupported("merge key")
-                key = value
-            else:
-                current[key] = value
-                key = _UNSET
+            container = False
+            value: Any = plain(ev.value) if ev.implicit[0] else ev.value
         elif kind is events.MappingStartEvent or kind is events.SequenceStartEvent:
-            if ev.anchor is not None or (ev.tag is not None and ev.tag != "!"):
-                raise _Unsupported("anchor or tag")
-            new: Any = {} if kind is events.MappingStartEvent else []
-            if current is None:
-                docs.append(new)
-                pending_doc = False
-            elif type(current) is list:
-                current.append(new)
-            elif key is _UNSET:
-                raise _Unsupported("a mapping or sequence as a key")
-            else:
-                current[key] = new
-                key = _UNSET
-            stack.append((current, key))
-            current = new
-        elif kind is events.MappingEndEvent or kind is events.SequenceEndEvent:
-            current, key = stack.pop()
-        elif kind is events.DocumentStartEvent:
-            pending_doc = True
-        elif kind is events.DocumentEndEvent:
-            if pending_doc:  # an empty document: load_all yields None for it
+            container = True
+            value = {} if kind is events.MappingStartEvent else []
+        else:
+            if kind is events.MappingEndEvent or kind is events.SequenceEndEvent:
+                current, key = stack.pop()
+            elif kind is events.DocumentStartEvent:
+                pending_doc = True
+            elif kind is events.DocumentEndEvent and pending_doc:  # an empty document: None
                 docs.append(None)
                 pending_doc = False
-        elif kind is events.AliasEvent:
-            raise _Unsupported("alias")
+            elif kind is events.AliasEvent:
+                raise _Unsupported("alias")
+            continue
+        if ev.anchor is not None or (ev.tag is not None and ev.tag != "!"):
+            raise _Unsupported("anchor or tag")
+        # Place the value: a document, a sequence item, a mapping key, or a key's value.
+        if current is None:
+            docs.append(value)
+            pending_doc = False
+        elif type(current) is list:
+            current.append(value)
+        elif key is _UNSET:
+            if container:
+                raise _Unsupported("a mapping or sequence as a key")
+            if value == MERGE_KEY and ev.implicit[0]:
+                raise _Unsupported("merge key")
+            key = value
+            continue
+        else:
+            current[key] = value
+            key = _UNSET
+        if container:
+            stack.append((current, key))
+            current = value
     return docs
 
 
