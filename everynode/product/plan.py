@@ -94,10 +94,6 @@ DISABLED = ("garbage-collector", "endpoints", "serviceaccount", "root-ca-publish
 # snapshot holds no Deployment or ReplicaSet (their pods are loaded without those owners), so
 # these would only look at every pod event.
 IDLE = ("deployment", "replicaset")
-# Nor does it write the Events its answer does not read (``why``'s EVENT_REASONS): each recorder
-# still correlates every event, so the spam filter and aggregation of the ones written are what
-# they would be.  The kubelets' (Pulling, Pulled, Created, Started, Killing) were four of the nine
-# writes of every node a rollout replaces.
 
 
 class PlanError(Exception):
@@ -575,6 +571,11 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
     config = ControlPlaneConfig(nodes=0, control_planes=0, in_memory=True, serve_http=False, pod_startup=pod_startup,
                                 disable=frozenset(DISABLED if full_copy else DISABLED + IDLE),
                                 heartbeats="writes" if full_copy else "modelled",
+                                # Only the Events the answer reads (``why``'s EVENT_REASONS) are
+                                # written; each recorder still correlates every event, so the
+                                # spam filter and aggregation of those are what they would be.
+                                # The kubelets' (Pulling, Pulled, Created, Started, Killing) were
+                                # four of the nine writes of every node a rollout replaces.
                                 event_reasons=None if full_copy else EVENT_REASONS)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []

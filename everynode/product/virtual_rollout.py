@@ -29,9 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-import orjson
-
 from everynode.api.intstr import scaled_value
+from everynode.api.meta import deep_copy
 from everynode.api.pod import is_pod_ready
 from everynode.product.cluster import Cluster
 from everynode.product.clusterdump import ClusterObjects, read_live
@@ -177,5 +176,5 @@ async def converged_snapshot(nodes: int, *, startup: float = 5.0,
         live = await read_live(client)
     # Read as a dump file or an HTTP list is read: objects of their own, not the store's (whose
     # shared sub-trees would make loading them into the plan's copy cheaper than it is for a user).
-    snapshot = ClusterObjects(**{f.name: orjson.loads(orjson.dumps(getattr(live, f.name))) for f in fields(live)})
+    snapshot = ClusterObjects(**{f.name: deep_copy(getattr(live, f.name)) for f in fields(live)})
     return snapshot, time.perf_counter() - wall0
