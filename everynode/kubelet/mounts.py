@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 Obj = dict[str, Any]
 
+FAILED_MOUNT = "FailedMount"  # the reason of the kubelet's Event about a volume or token it cannot mount yet
 CONFIGMAP = "configmap"
 SECRET = "secret"
 SERVICEACCOUNT = "serviceaccount"

@@ -450,7 +450,7 @@ class PodLifecycle:
         if not ps.blocked:
             await self._write_pending(ps, pod, ns)
             ps.blocked = True
-        self._events(ps, pod, [ContainerEvent(WARNING, "FailedMount", mounts.mount_message(volume, failure), "")])
+        self._events(ps, pod, [ContainerEvent(WARNING, mounts.FAILED_MOUNT, mounts.mount_message(volume, failure), "")])
         self._retry(ps, pod, failure.waits_for, mount_retry_delay(ps.attempts + 1))
         return False
 

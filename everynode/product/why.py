@@ -79,6 +79,7 @@ from everynode.controllers.daemonset.update import (
     classify_node,
     find_updated_pods_on_node,
 )
+from everynode.kubelet.mounts import FAILED_MOUNT
 from everynode.product.clusterdump import ClusterObjects
 from everynode.product.commands_node import format_taint
 from everynode.scheduler.cache import TERMINAL_PHASES, SchedulerCache
@@ -312,7 +313,6 @@ class _Events:
     failed_daemon_pod: dict[str, tuple[float, int, str]] = field(default_factory=dict)  # node -> (t, count, msg)
 
 
-FAILED_MOUNT = "FailedMount"  # the kubelet's reason for a volume or token it cannot mount yet
 # The Event reasons read here (``plan``'s copy writes no others).
 EVENT_REASONS = frozenset({FAILED_SCHEDULING, FAILED_MOUNT, FAILED_DAEMON_POD})
 
