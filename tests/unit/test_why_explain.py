@@ -15,7 +15,7 @@ from everynode.clock import format_rfc3339
 from everynode.controllers.daemonset.placement import Placement
 from everynode.product.clusterdump import ClusterObjects, DumpError, load_dump, parse_dump
 from everynode.product.status import render_status
-from everynode.product.why import explain, update_revision
+from everynode.product.why import EVENT_REASONS, explain, update_revision
 from everynode.product.why_render import node_story, render
 
 NOW = 1_800_000_000.0
@@ -417,6 +417,38 @@ def test_a_pod_waiting_for_a_mount_says_what_it_waits_for() -> None:
     assert got["mounting"].line == f"pod a Pending: container main ContainerCreating: {missing} (bound to mounting)"
     assert got["unreported"].line == f"pod b Pending: ContainerCreating: {missing} (bound to unreported)"
     assert got["other"].line == "pod c Pending: container main ContainerCreating (bound to other)"
+
+
+def test_why_reads_no_event_reasons_but_those_plan_s_copy_writes() -> None:
+    """``plan``'s copy writes only the Events of ``EVENT_REASONS``: leaving every other reason
+    out must not change one word of the explanation (a reason why reads that is missing from the
+    set would)."""
+    ds = daemonset()
+    creating = [{"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]
+    tainted = node("t", taints=[{"key": "node.kubernetes.io/disk-pressure", "effect": "NoSchedule"}])
+    unbound = pod("u", "t", ds, bound=False)
+    unbound["spec"]["tolerations"] = []
+    pods = [pod("m", "mounting", ds, phase="Pending", ready=False, containers=creating), unbound]
+
+    def event(reason: str, subject: dict[str, Any], message: str) -> dict[str, Any]:
+        return {"kind": "Event", "reason": reason, "type": "Warning", "message": message, "count": 2,
+                "lastTimestamp": ts(3), "involvedObject": subject}
+
+    def on_pod(name: str) -> dict[str, Any]:
+        return {"kind": "Pod", "namespace": NS, "name": name}
+
+    ds_ref = {"kind": "DaemonSet", "namespace": NS, "name": "node-exporter", "uid": UID}
+    events = [event("FailedMount", on_pod("m"), 'MountVolume.SetUp failed for volume "x" : configmap "x" not found'),
+              event("FailedScheduling", on_pod("u"), "0/3 nodes are available: 1 node(s) had untolerated taint."),
+              event("FailedDaemonPod", ds_ref, f"Found failed daemon pod {NS}/p0 on node backoff, will try to kill it"),
+              event("Pulled", on_pod("m"), "pulled"), event("Killing", on_pod("u"), "killing"),
+              event("SuccessfulCreate", ds_ref, "Created pod: x")]
+    nodes = [node("mounting"), tainted, node("backoff")]
+    everything = explain(ds, ClusterObjects(nodes=nodes, pods=pods, daemonsets=[ds], events=events), now=NOW)
+    read = [e for e in events if e["reason"] in EVENT_REASONS]
+    assert len(read) == 3
+    assert explain(ds, ClusterObjects(nodes=nodes, pods=pods, daemonsets=[ds], events=read), now=NOW) == everything
+    assert explain(ds, ClusterObjects(nodes=nodes, pods=pods, daemonsets=[ds], events=[]), now=NOW) != everything
 
 
 def test_a_dump_is_explained_at_its_own_newest_timestamp(tmp_path: Path) -> None:
