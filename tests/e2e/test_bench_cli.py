@@ -61,6 +61,10 @@ def test_plan_reports_simulated_and_wall_seconds(max_unavailable: str) -> None:
     assert result["scenario"] == "plan" and result["seconds"] == result["wall_seconds"] > 0
     assert result["simulated_seconds"] == {"1": 40.0, "25%": 20.0}[max_unavailable]
     assert result["heartbeats"] == "modelled"
+    # `everynode plan` itself: its phases, the rollout being `seconds`, and the whole plan's time.
+    assert list(result["phases"]) == ["prepare", "load", "start", "rollout", "answer"]
+    assert abs(result["phases"]["rollout"] - result["seconds"]) <= 0.001
+    assert result["plan_seconds"] >= sum(result["phases"].values()) - 0.01 > result["seconds"]
     wall, simulated = result["wall_seconds"], result["simulated_seconds"]
     # wall is rounded to 4 decimals and ratio to 1: both bounds allow for the rounding of each.
     assert simulated / (wall + 5e-5) - 0.05 <= result["ratio"] <= simulated / (wall - 5e-5) + 0.05

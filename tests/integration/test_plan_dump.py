@@ -99,6 +99,10 @@ def test_the_plan_names_gains_losses_waves_blockers_victims_and_the_pending_pod(
     # A pod that never binds keeps the rollout from completing (kubectl's rule); nothing else broke.
     assert answer["invariants"] == {"one_pod_per_node": True, "budget_respected": True, "completed": False}
     assert answer["pod_startup_seconds"] == S and answer["pod_startup_source"] == "--pod-startup"
+    # Where the wall time went, phase by phase (the dump was read before the plan's clock started).
+    phases = answer["wall_phases"]
+    assert list(phases) == ["prepare", "load", "start", "rollout", "answer"] and min(phases.values()) >= 0
+    assert abs(sum(phases.values()) - answer["wall_seconds"]) <= 0.01
 
 
 def test_without_the_port_holder_the_rollout_completes_in_the_predicted_time(files: dict[str, Path]) -> None:
@@ -121,6 +125,7 @@ def test_the_same_plan_twice_gives_the_same_trace(files: dict[str, Path]) -> Non
         traces.append(out.read_bytes())
     assert traces[0] == traces[1]
     trace = json.loads(traces[0])
+    assert "wall_seconds" not in trace["answer"] and "wall_phases" not in trace["answer"]  # wall times differ run to run
     assert len(trace["initial"]) == pc.NODES and trace["steps"]
     assert trace["initial"]["worker-1"] == {"ready": True, "wanted": True,
                                             "pods": [[trace["initial"]["worker-1"]["pods"][0][0], "Running", True, False]]}
