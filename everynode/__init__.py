@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from everynode import compiled
 from everynode.version import __version__
+
+# Before any other module: the compiled modules run only from a fresh build (compiled.py).
+BUILD = compiled.guard()
 
 __all__ = ["Cluster", "__version__"]
 

@@ -1,5 +1,6 @@
 # Sourced by the scripts in this folder: creates ./.venv (once) and installs everynode with its
-# test dependencies into it, then puts .venv/bin first on PATH.
+# test dependencies into it, compiles its hot modules (scripts/compile.py), then puts .venv/bin
+# first on PATH.
 #
 # It changes nothing outside the project folder: no global or user installs, no package
 # manager.  uv is used only when it is already on PATH (it installs ~5× faster,
@@ -40,5 +41,8 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
   fi
   touch "$STAMP"
 fi
+# The hot modules compiled with mypyc (everynode/compiled.py), rebuilt when a source changed;
+# without a C compiler they run from source.
+"$VENV/bin/python" "$ROOT/scripts/compile.py" --if-stale
 export PATH="$VENV/bin:$PATH"
 export VIRTUAL_ENV="$VENV"

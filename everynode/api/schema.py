@@ -120,7 +120,7 @@ class Node:
                 self._go_type = _SCALAR_GO_TYPES.get(self.check, "interface {}")
         return self._go_type
 
-    def child(self, key: str) -> Node | None:
+    def child(self, key: Any) -> Node | None:  # (a dict from Python may have keys that are not str)
         if self.kind == "object":
             return self.props.get(key)
         if self.kind == "map":

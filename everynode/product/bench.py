@@ -11,7 +11,8 @@ overhead.  ``converge`` also reports ``api_floor_seconds`` and ``api_ratio`` (se
 :func:`api_floor`): the same pods' writes made through the API service alone, which splits the
 ratio into the cost of upstream's API semantics per write and the cost of the controllers around
 them.  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
-delays.  Benchmarks are never run as timed tests.
+delays.  Benchmarks are never run as timed tests.  ``compiled`` says whether the hot modules ran
+as mypyc's build (everynode/compiled.py) or from source (``EVERYNODE_PURE=1``, or no fresh build).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import everynode
 from everynode.api.errors import ApiError
 from everynode.api.node import is_node_ready
 from everynode.product.controlplane import ControlPlane, ControlPlaneConfig
@@ -235,7 +237,8 @@ def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: floa
             **extra: Any) -> dict[str, Any]:
     out = {"scenario": scenario, "nodes": nodes, "transport": transport, "seconds": round(seconds, 4),
            "cpu_seconds": round(cpu, 4), "peak_rss_mib": round(peak_rss_mib(), 1),
-           "floor_seconds": round(floor, 4), "ratio": round(seconds / floor, 2) if floor > 0 else None}
+           "floor_seconds": round(floor, 4), "ratio": round(seconds / floor, 2) if floor > 0 else None,
+           "compiled": everynode.BUILD == "fresh"}  # mypyc's build of the hot modules in use (compiled.py)
     out.update(extra)
     return out
 

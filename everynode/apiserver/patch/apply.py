@@ -118,7 +118,7 @@ def _list_keys(node: Node | None) -> tuple[str, ...] | None:
 _FIELD_ELEMENTS: dict[str, str] = {}
 
 
-def _field_element(key: str) -> str:
+def _field_element(key: Any) -> str:
     """``f:<key>``, built once per field name (and interned: it ends up in many trees)."""
     element = _FIELD_ELEMENTS.get(key)
     if element is None:
@@ -264,7 +264,7 @@ def _strip_member(tree: Tree) -> Tree:
     return {key: below for key, below in tree.items() if key != "."} if tree else {}
 
 
-def _object_tree(obj: dict[str, Any], node: Node | None, skip: frozenset[str]) -> Tree:
+def _object_tree(obj: dict[Any, Any], node: Node | None, skip: frozenset[str]) -> Tree:
     """The tracked members of a whole object as a FieldsV1 tree (what it renders as)."""
     kind = node.kind if node is not None else None
     props = node.props if node is not None and kind == "object" else None
@@ -721,7 +721,7 @@ _CREATED: dict[tuple[Any, ...], Tree] = {}
 _CREATED_MAX = 4096
 
 
-def _created_tree(new: dict[str, Any], node: Node | None, skip: frozenset[str],
+def _created_tree(new: dict[Any, Any], node: Node | None, skip: frozenset[str],
                   memo_key: tuple[Any, ...]) -> Tree:
     """``_object_tree(new)``, memoised on ``new``'s shape when it has one (:func:`_shape`).
 
@@ -737,7 +737,7 @@ def _created_tree(new: dict[str, Any], node: Node | None, skip: frozenset[str],
     return tree
 
 
-def _shape(value: dict[str, Any]) -> tuple[Any, ...] | None:
+def _shape(value: dict[Any, Any]) -> tuple[Any, ...] | None:
     """Everything the member walk reads of a list-free object: its keys, and for each whether
     the value is an object (with that object's shape).  None when there is a list (the members
     of keyed lists and sets depend on values) or a key that is not a string (``True`` and ``1``

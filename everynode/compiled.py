@@ -1,0 +1,151 @@
+"""Which modules run compiled by mypyc, and the guard that runs them from source when their build
+is missing, stale or unwanted.
+
+Why: the write path (#16) and ``plan``'s virtual-time rollout (#15) spend most of their time in
+a dozen modules of plain, fully typed functions — structural sharing, managedFields, strategic
+merge, the type check, validation, defaulting.  mypyc (part of mypy, which already checks these
+types in CI) compiles those same sources to C extensions; unchanged, they run about a fifth
+faster (`everynode bench`, A/B in the closing note of #16).  The sources stay the one truth: the
+extensions are built from them by ``scripts/compile.py`` (which the set-up scripts run), they
+are never committed, and the tests run on them in CI.
+
+The guard, run once when ``everynode`` is imported: when any listed module's extension is
+missing or older than its source (an edit since the last build, a checkout), or when
+``EVERYNODE_PURE`` is set, a finder placed first on ``sys.meta_path`` loads *every* listed module
+from its source — never a mix, because compiled modules of one build call each other directly
+(a fresh module could still run a stale one's code).  This is silent — a stale build is the
+normal state between an edit and the next set-up, and no build at all (no C compiler, a plain
+install) is simply pure Python — but ``everynode bench`` reports the state with its figures.
+``EVERYNODE_PURE=1`` is also how to profile these modules (cProfile sees only Python frames) and
+how to measure what compiling gains.
+
+Trade-offs: a listed module can no longer be monkeypatched for calls made from compiled code,
+and its tracebacks have no source lines (``EVERYNODE_PURE=1`` gives them back).  mypyc checks
+declared types at run time, so an annotation that lies fails loudly instead of passing.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+# The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
+# JSON-shaped values, and the DaemonSet controller's helpers, work queue, Event recorder and pod
+# simulation around them; no class here is subclassed by code outside the list.  Left out on
+# purpose: api/meta.py (the tests seed its ``secrets`` for reproducible names, which compiled
+# code would not see); the DaemonSet controller, the informer, the stores and the scheduler
+# (their tests replace parts of them or build them half-way, which compiled code ignores or
+# refuses) and the generic registry (subclassed by every resource's store).
+MODULES: tuple[str, ...] = (
+    "everynode.api.defaults",
+    "everynode.api.schema",
+    "everynode.api.typecheck",
+    "everynode.api.validation.meta",
+    "everynode.api.validation.pod",
+    "everynode.apiserver.patch.apply",
+    "everynode.apiserver.patch.strategic",
+    "everynode.apiserver.registry.decode",
+    "everynode.client.events",
+    "everynode.client.workqueue",
+    "everynode.controllers.daemonset.budgets",
+    "everynode.controllers.daemonset.daemonpods",
+    "everynode.controllers.daemonset.status",
+    "everynode.kubelet.podlifecycle",
+    "everynode.storage.canonical",
+    "everynode.storage.watch",
+)
+
+# mypyc's shared library of the build (its runtime and the modules' code): one per build.
+GROUP = "everynode._compiled"
+
+
+def source_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path:
+    """The source file of a listed module."""
+    return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def extension_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """The built extension of a module (or of ``GROUP``'s library) for this interpreter, if any."""
+    base = package_dir.joinpath(*module.split(".")[1:])
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = base.with_name(base.name + suffix)
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def build_state(modules: Sequence[str] = MODULES, *, package_dir: Path = PACKAGE_DIR) -> str:
+    """``"fresh"`` (every module's extension, and the build's library, is as new as its
+    source or newer), ``"absent"`` (none built) or ``"stale"`` (anything in between)."""
+    built = [extension_path(m, package_dir=package_dir) for m in (*modules, f"{GROUP}__mypyc")]
+    if not any(built):
+        return "absent"
+    if not all(built):
+        return "stale"
+    for module, extension in zip(modules, built, strict=False):  # (built ends with the library)
+        assert extension is not None
+        if source_path(module, package_dir=package_dir).stat().st_mtime > extension.stat().st_mtime:
+            return "stale"
+    # The list itself (this file) may have changed since the build: then modules left out of it
+    # may still be built, and one build's modules initialise each other.
+    listing = package_dir / "compiled.py"
+    library = built[-1]
+    assert library is not None
+    if listing.exists() and listing.stat().st_mtime > library.stat().st_mtime:
+        return "stale"
+    return "fresh"
+
+
+def built_modules(*, package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """Every module of the package that has an extension file (whatever the list says)."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    found = []
+    for path in package_dir.rglob("*"):
+        if path.name.endswith(suffixes):
+            stem = path.name[:path.name.index(".")]
+            parts = path.parent.relative_to(package_dir).parts
+            found.append(".".join((package_dir.name, *parts, stem)))
+    return found
+
+
+def running_compiled(module: ModuleType) -> bool:
+    """Whether an imported module is the extension (not its source)."""
+    return isinstance(getattr(module, "__loader__", None), importlib.machinery.ExtensionFileLoader)
+
+
+class _SourceFinder:
+    """Finds the listed modules as their source files (see the module docstring)."""
+
+    def __init__(self, modules: Sequence[str]) -> None:
+        self.modules = frozenset(modules)
+
+    def find_spec(self, fullname: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.modules:
+            return None
+        source = source_path(fullname)
+        if not source.exists():  # the build's library: nothing imports it once its modules are sources
+            return None
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+def guard(*, environ: Mapping[str, str] = os.environ) -> str:
+    """Install the source finder unless the build is fresh and wanted; returns the build state,
+    or ``"pure"`` when ``EVERYNODE_PURE`` asked for the sources."""
+    state = build_state()
+    if environ.get("EVERYNODE_PURE"):
+        state = "pure" if state != "absent" else state
+    if state == "fresh":
+        return state
+    if not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
+        # Every module with an extension, not only the listed ones: a build of another list may
+        # be lying there (never a mix: see the module docstring).
+        sys.meta_path.insert(0, _SourceFinder((*MODULES, *built_modules())))
+    return state

@@ -1,0 +1,111 @@
+"""The mypyc build of the hot modules (everynode/compiled.py): when it is used, when the sources
+are, and that both give the same objects.
+
+In CI the whole suite runs on the build (``scripts/test.sh`` compiles first), so the build is
+what these tests require there; the sources are checked against it by running the golden
+converge and the write-path unit tests again with ``EVERYNODE_PURE=1``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import everynode
+from everynode import compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+MODULES = ("pkg.a", "pkg.sub.b")
+
+
+def _fake_package(tmp_path: Path, *, built: dict[str, int]) -> Path:
+    """A package with the two MODULES as sources (time 100) and extensions with the given times."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    for name in ("a", "sub/b"):
+        source = package / f"{name}.py"
+        source.write_text("")
+        os.utime(source, (100, 100))
+    for name, when in built.items():
+        extension = package / f"{name}{SUFFIX}"
+        extension.write_bytes(b"")
+        os.utime(extension, (when, when))
+    return package
+
+
+LIB = compiled.GROUP.split(".", 1)[1] + "__mypyc"
+
+
+@pytest.mark.parametrize(("built", "state"), [
+    ({}, "absent"),
+    ({"a": 200, "sub/b": 200, LIB: 200}, "fresh"),
+    ({"a": 100, "sub/b": 100, LIB: 100}, "fresh"),  # built in the same second as the edit
+    ({"a": 200, "sub/b": 50, LIB: 200}, "stale"),  # b edited since the build
+    ({"a": 200, LIB: 200}, "stale"),  # b never built
+    ({"a": 200, "sub/b": 200}, "stale"),  # no library of the build
+])
+def test_build_state(tmp_path: Path, built: dict[str, int], state: str) -> None:
+    package = _fake_package(tmp_path, built=built)
+    assert compiled.build_state(MODULES, package_dir=package) == state
+
+
+def test_a_list_newer_than_the_build_is_stale(tmp_path: Path) -> None:
+    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, LIB: 200})
+    listing = package / "compiled.py"
+    listing.write_text("")
+    os.utime(listing, (150, 150))
+    assert compiled.build_state(MODULES, package_dir=package) == "fresh"
+    os.utime(listing, (300, 300))
+    assert compiled.build_state(MODULES, package_dir=package) == "stale"
+
+
+def test_built_modules_are_found_whatever_the_list(tmp_path: Path) -> None:
+    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, LIB: 200})
+    assert sorted(compiled.built_modules(package_dir=package)) == ["pkg._compiled__mypyc", "pkg.a", "pkg.sub.b"]
+
+
+def test_every_listed_module_exists_as_source() -> None:
+    for module in compiled.MODULES:
+        assert compiled.source_path(module).is_file(), module
+
+
+@pytest.mark.skipif(not os.environ.get("CI"), reason="outside CI the build is optional (no C compiler: sources)")
+def test_ci_runs_the_compiled_build() -> None:
+    assert everynode.BUILD == "fresh", "scripts/test.sh compiles the hot modules before the tests"
+    for module in compiled.MODULES:
+        assert compiled.running_compiled(importlib.import_module(module)), module
+
+
+def _run(code: str, **env: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_everynode_pure_runs_every_listed_module_from_source() -> None:
+    out = _run("import importlib, everynode; from everynode import compiled; "
+               "print(everynode.BUILD, any(compiled.running_compiled(importlib.import_module(m)) "
+               "for m in compiled.MODULES))", EVERYNODE_PURE="1")
+    assert out in ("pure False", "absent False")
+
+
+@pytest.mark.skipif(everynode.BUILD != "fresh", reason="without a build the suite itself ran the sources")
+def test_sources_give_what_the_build_gives() -> None:
+    """The golden converge (objects and watch events byte for byte) and the write path's unit
+    tests, run again from source: the build and the sources agree on every object."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/integration/test_golden_converge.py", "tests/unit/test_patch_apply.py",
+         "tests/unit/test_patch_strategic.py", "tests/unit/test_storage_sharing.py",
+         "tests/unit/test_validation_pod.py", "tests/unit/test_template_creates.py"],
+        cwd=ROOT, env={**os.environ, "EVERYNODE_PURE": "1"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert " passed" in done.stdout
