@@ -89,34 +89,32 @@ class _VirtualSelector(selectors.BaseSelector):
 class _FifoTimerHandle(asyncio.TimerHandle):
     """A timer ordered by (time, scheduling order): ties are first come, first served."""
 
-    __slots__ = ("_seq",)
+    # The key is made once: the timer heap compares it several times per push and pop.
+    __slots__ = ("_key",)
 
     def __init__(self, when: float, callback: Callable[..., object], args: Any,
                  loop: asyncio.AbstractEventLoop, context: Any, seq: int) -> None:
         super().__init__(when, callback, args, loop, context)
-        self._seq = seq
-
-    def _key(self) -> tuple[float, int]:
-        return (self._when, self._seq)  # type: ignore[attr-defined]
+        self._key = (when, seq)
 
     def __lt__(self, other: object) -> bool:
-        if isinstance(other, _FifoTimerHandle):
-            return self._key() < other._key()
+        if type(other) is _FifoTimerHandle:
+            return self._key < other._key
         return super().__lt__(other)  # type: ignore[operator]
 
     def __le__(self, other: object) -> bool:
-        if isinstance(other, _FifoTimerHandle):
-            return self._key() <= other._key()
+        if type(other) is _FifoTimerHandle:
+            return self._key <= other._key
         return super().__le__(other)  # type: ignore[operator]
 
     def __gt__(self, other: object) -> bool:
-        if isinstance(other, _FifoTimerHandle):
-            return self._key() > other._key()
+        if type(other) is _FifoTimerHandle:
+            return self._key > other._key
         return super().__gt__(other)  # type: ignore[operator]
 
     def __ge__(self, other: object) -> bool:
-        if isinstance(other, _FifoTimerHandle):
-            return self._key() >= other._key()
+        if type(other) is _FifoTimerHandle:
+            return self._key >= other._key
         return super().__ge__(other)  # type: ignore[operator]
 
 

@@ -49,7 +49,7 @@ def _atoi_error(text: str) -> str:
     return f'strconv.Atoi: parsing "{text}": {reason}'
 
 
-def int_or_percent_value(value: IntOrString) -> int:
+def int_or_percent_value(value: object) -> int:  # (anything decoded: other types count as 0)
     """Upstream ``getIntOrPercentValue``: the percent number, else the int (a non-numeric string → 0).
 
     Used by validation for "is it zero" checks, where ``"0%"`` and ``0`` both count as zero.
@@ -66,7 +66,7 @@ def int_or_percent_value(value: IntOrString) -> int:
     return 0
 
 
-def scaled_value(value: IntOrString | None, total: int, *, round_up: bool) -> int:
+def scaled_value(value: object, total: int, *, round_up: bool) -> int:  # (any decoded value)
     """Upstream ``GetScaledValueFromIntOrPercent``.
 
     An int is returned as is; ``"P%"`` becomes ``ceil(P*total/100)`` (``round_up``) or

@@ -45,7 +45,6 @@ from typing import Any
 
 from everynode.api.daemonset import ON_DELETE, update_strategy_type
 from everynode.api.errors import ApiError
-from everynode.api.meta import deep_copy
 from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.client.base import Client
 from everynode.clock import format_rfc3339
@@ -169,9 +168,12 @@ def needs_write(ds: Obj, counts: StatusCounts, conditions: list[Obj] | None = No
     return conditions is not None and (status.get("conditions") or []) != conditions
 
 
-def _apply(obj: Obj, counts: StatusCounts, *, observed_generation: int | None,
+def _apply(ds: Obj, counts: StatusCounts, *, observed_generation: int | None,
            conditions: list[Obj] | None) -> Obj:
-    status = obj.setdefault("status", {})
+    """``ds`` with its status written: a new top level and status (the informer's object, and
+    what the two share, are never changed; the client copies what it sends)."""
+    obj = {**ds}
+    status = obj["status"] = dict(ds.get("status") or {})
     if observed_generation is not None:
         status["observedGeneration"] = observed_generation
     status.update(counts.as_status())
@@ -193,7 +195,7 @@ async def store_status(client: Client, ds: Obj, counts: StatusCounts, *, update_
         return None
     md = ds["metadata"]
     generation = int(md.get("generation") or 0) if update_observed_generation else None
-    to_update = _apply(deep_copy(ds), counts, observed_generation=generation, conditions=conditions)
+    to_update = _apply(ds, counts, observed_generation=generation, conditions=conditions)
     attempt = 0
     while True:
         try:
@@ -203,7 +205,7 @@ async def store_status(client: Client, ds: Obj, counts: StatusCounts, *, update_
                 raise update_error
             attempt += 1
             fresh = await client.get(DAEMONSETS, md["name"], namespace=md.get("namespace") or "")
-            to_update = _apply(deep_copy(fresh), counts, observed_generation=generation, conditions=conditions)
+            to_update = _apply(fresh, counts, observed_generation=generation, conditions=conditions)
 
 
 # ---------------------------------------------------------------------------------------------
