@@ -40,6 +40,8 @@ import aiohttp
 import orjson
 import yaml
 
+import everynode
+
 WATCHERS = 1000
 NAMESPACE = "bench"
 
@@ -211,6 +213,8 @@ async def _run(session: aiohttp.ClientSession, url: str, pid: int, *, ca: Path, 
         "scenario": "api", "nodes": 0, "transport": "http", "seconds": round(seconds, 3),
         "cpu_seconds": round(cpu, 3), "peak_rss_mib": round(_server_rss_mib(pid), 1),
         "floor_seconds": None, "ratio": None,
+        # (the server runs this tree in this environment, so its build state is this process's)
+        "compiled": everynode.BUILD == "fresh",
         "watchers": WATCHERS, "pods": listed,
         "get_per_second": round(len(get_samples) / get_wall, 1),
         "get_p50_ms": round(statistics.median(get_samples) * 1e3, 2),

@@ -7,18 +7,22 @@ never the figures — benchmarks are not timed tests.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+import everynode
+
 CONTRACT = {"scenario": str, "nodes": int, "transport": str, "seconds": float, "cpu_seconds": float,
             "peak_rss_mib": float, "floor_seconds": float, "ratio": float}
 
 
-def bench(*args: str) -> list[dict]:
+def bench(*args: str, env: dict[str, str] | None = None) -> list[dict]:
     proc = subprocess.run([sys.executable, "-m", "everynode", "bench", *args, "--json"],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
@@ -30,6 +34,10 @@ def test_result_line_carries_the_contract_keys(scenario: str) -> None:
         assert isinstance(result[key], kind | int if kind is float else kind), (key, result[key])
     assert (result["scenario"], result["nodes"], result["transport"]) == (scenario, 12, "inprocess")
     assert result["floor_seconds"] > 0
+    # whether the hot modules ran compiled (everynode/compiled.py): the same tree, the same answer
+    assert result["compiled"] is (everynode.BUILD == "fresh")
+    (pure,) = bench(scenario, "--nodes", "12", env={"EVERYNODE_PURE": "1"})
+    assert pure["compiled"] is False
     # both times are rounded to 0.1 ms in the output: the ratio lies within what that allows
     seconds, floor = result["seconds"], result["floor_seconds"]
     assert (seconds - 5e-5) / (floor + 5e-5) <= result["ratio"] <= (seconds + 5e-5) / (floor - 5e-5)
