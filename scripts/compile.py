@@ -1,8 +1,8 @@
 """Build the modules ``everynode.compiled.MODULES`` lists into C extensions with mypyc, in place.
 
 Run by the set-up scripts (``_venv.sh``) with ``--if-stale``: nothing happens when the build is
-fresh, so a start after no edit costs one look at a dozen file times.  A build takes about 40 s
-(gcc on two cores).  When it cannot be made (no C compiler or Python headers), the extensions
+fresh, so a start after no edit costs one look at a few dozen file times.  A build takes one to
+two minutes (gcc on two cores).  When it cannot be made (no C compiler or Python headers), the extensions
 are removed and everynode runs the same modules from their sources, only slower: set-up never
 fails for want of a compiler.  ``build/`` keeps mypyc's intermediate C (git-ignored).
 """
@@ -58,7 +58,7 @@ def main() -> int:
     os.chdir(ROOT)
     if args.if_stale and compiled.build_state() == "fresh":
         return 0
-    print("compiling everynode's hot modules with mypyc (about 40 s) …", file=sys.stderr)
+    print("compiling everynode's hot modules with mypyc (one to two minutes, once) …", file=sys.stderr)
     remove_extensions()
     try:
         build()
