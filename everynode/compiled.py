@@ -6,9 +6,9 @@ modules of plain, fully typed functions — structural sharing, managedFields, s
 the type check, validation, defaulting, the DaemonSet controller's helpers.  mypyc (part of
 mypy, which already checks these types in CI) compiles those same sources to C extensions;
 unchanged, they make a pod's three API writes about 1.5× faster and a 5,000-node converge about
-a third faster (`everynode bench`, A/B with ``EVERYNODE_PURE=1`` in the closing note of #16).  The sources stay the one truth: the
-extensions are built from them by ``scripts/compile.py`` (which the set-up scripts run), they
-are never committed, and the tests run on them in CI.
+a third faster (`everynode bench`, A/B with ``EVERYNODE_PURE=1`` in the closing note of #16).
+The sources stay the one truth: the extensions are built from them by ``scripts/compile.py``
+(which the set-up scripts run), they are never committed, and the tests run on them in CI.
 
 The guard, run once when ``everynode`` is imported: when any listed module's extension is
 missing or older than its source (an edit since the last build, a checkout), or when
@@ -83,6 +83,7 @@ MODULES: tuple[str, ...] = (
 
 # mypyc's shared library of the build (its runtime and the modules' code): one per build.
 GROUP = "everynode._compiled"
+LIBRARY = f"{GROUP}__mypyc"  # the module name mypyc gives that library
 
 
 def source_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path:
@@ -103,34 +104,38 @@ def extension_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path | No
 def build_state(modules: Sequence[str] = MODULES, *, package_dir: Path = PACKAGE_DIR) -> str:
     """``"fresh"`` (every module's extension, and the build's library, is as new as its
     source or newer), ``"absent"`` (none built) or ``"stale"`` (anything in between)."""
-    built = [extension_path(m, package_dir=package_dir) for m in (*modules, f"{GROUP}__mypyc")]
-    if not any(built):
+    extensions = [extension_path(m, package_dir=package_dir) for m in modules]
+    library = extension_path(LIBRARY, package_dir=package_dir)
+    if library is None and not any(extensions):
         return "absent"
-    if not all(built):
+    if library is None or None in extensions:
         return "stale"
-    for module, extension in zip(modules, built, strict=False):  # (built ends with the library)
+    for module, extension in zip(modules, extensions, strict=True):
         assert extension is not None
         if source_path(module, package_dir=package_dir).stat().st_mtime > extension.stat().st_mtime:
             return "stale"
     # The list itself (this file) may have changed since the build: then modules left out of it
     # may still be built, and one build's modules initialise each other.
     listing = package_dir / "compiled.py"
-    library = built[-1]
-    assert library is not None
     if listing.exists() and listing.stat().st_mtime > library.stat().st_mtime:
         return "stale"
     return "fresh"
 
 
-def built_modules(*, package_dir: Path = PACKAGE_DIR) -> list[str]:
-    """Every module of the package that has an extension file (whatever the list says)."""
+def extension_files(*, package_dir: Path = PACKAGE_DIR) -> list[Path]:
+    """Every extension file in the package, whatever the list says (a build of another list,
+    another interpreter's)."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return [path for path in package_dir.rglob("*") if path.name.endswith(suffixes) and path.is_file()]
+
+
+def built_modules(*, package_dir: Path = PACKAGE_DIR) -> list[str]:
+    """The modules of the package that have an extension file."""
     found = []
-    for path in package_dir.rglob("*"):
-        if path.name.endswith(suffixes):
-            stem = path.name[:path.name.index(".")]
-            parts = path.parent.relative_to(package_dir).parts
-            found.append(".".join((package_dir.name, *parts, stem)))
+    for path in extension_files(package_dir=package_dir):
+        stem = path.name[:path.name.index(".")]
+        parts = path.parent.relative_to(package_dir).parts
+        found.append(".".join((package_dir.name, *parts, stem)))
     return found
 
 

@@ -2,16 +2,15 @@
 
 Run by the set-up scripts (``_venv.sh``) with ``--if-stale``: nothing happens when the build is
 fresh, so a start after no edit costs one look at a few dozen file times.  A build takes one to
-two minutes (gcc on two cores).  When it cannot be made (no C compiler or Python headers), the extensions
-are removed and everynode runs the same modules from their sources, only slower: set-up never
-fails for want of a compiler.  ``build/`` keeps mypyc's intermediate C (git-ignored).
+two minutes (gcc on two cores).  When it cannot be made (no C compiler or Python headers), the
+extensions are removed and everynode runs the same modules from their sources, only slower:
+set-up never fails for want of a compiler.  ``build/`` keeps mypyc's intermediate C (git-ignored).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.machinery
 import io
 import os
 import sys
@@ -25,9 +24,8 @@ from everynode import compiled  # noqa: E402
 
 
 def remove_extensions() -> None:
-    for path in compiled.PACKAGE_DIR.rglob("*"):
-        if path.is_file() and path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
-            path.unlink()
+    for path in compiled.extension_files():
+        path.unlink()
 
 
 def build() -> None:
@@ -44,7 +42,7 @@ def build() -> None:
             raise RuntimeError(f"{e}\n{log.getvalue()[-4000:]}") from None
     # setuptools copies an extension it did not need to rebuild with its old time; it is built
     # from the sources as they are now, which is what the time stands for (compiled.build_state).
-    for module in (*compiled.MODULES, f"{compiled.GROUP}__mypyc"):
+    for module in (*compiled.MODULES, compiled.LIBRARY):
         extension = compiled.extension_path(module)
         if extension is not None:
             os.utime(extension)

@@ -40,7 +40,7 @@ def _fake_package(tmp_path: Path, *, built: dict[str, int]) -> Path:
     return package
 
 
-LIB = compiled.GROUP.split(".", 1)[1] + "__mypyc"
+LIB = compiled.LIBRARY.split(".", 1)[1]
 
 
 @pytest.mark.parametrize(("built", "state"), [
