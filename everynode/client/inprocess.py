@@ -9,7 +9,10 @@ the transport disappears — so a controller behaves the same here and against a
 Ownership of objects: the service returns stored, shared, immutable objects and we pass them
 through unchanged (callers must not mutate them; base.py).  Bodies *handed to* the service are
 copied on the way in by default (``copy_inputs=True``): the caller keeps its dict and may reuse
-or mutate it, while the service may keep what it was given as the stored object.
+or mutate it, while the service may keep what it was given as the stored object.  A ``/status``
+update is the exception: it is handed over uncopied and marked borrowed, and the store copies
+what its pipeline changes (a controller's status write is mostly the stored object itself, which
+needs no copy: generic.py ``_borrowed_copy``).
 """
 
 from __future__ import annotations
@@ -140,8 +143,14 @@ class InProcessClient(Client):
         name = md.get("name") or ""
         ns = _ns(rt, md.get("namespace") or "default")
         opts = self._opts(dry_run=dry_run, field_manager=field_manager)
+        if subresource == "status" and self.copy_inputs:
+            # the store copies what it changes (options.RequestOptions.borrowed): a status write
+            # usually carries the stored object's metadata and spec, which need no copy
+            opts.borrowed = True
+        else:
+            obj = self._in(obj)
         result, _created = await self._write(
-            "update", rt, name, self.service.update(rt, ns, name, self._in(obj), subresource=subresource, opts=opts))
+            "update", rt, name, self.service.update(rt, ns, name, obj, subresource=subresource, opts=opts))
         return result
 
     async def patch(self, resource: str, name: str, patch: Any, *, namespace: str = "", patch_type: str = "merge",

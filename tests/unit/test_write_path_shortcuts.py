@@ -649,3 +649,47 @@ async def test_patch_result_that_is_not_an_object_is_rejected_by_decoding(api: A
                             subresource=subresource, opts=RequestOptions())
         assert caught.value.code == 400
         assert "cannot unmarshal array" in caught.value.status["message"]
+
+
+async def test_borrowed_status_update_stores_what_a_copied_body_stores():
+    """The in-process client sends a ``/status`` update uncopied (``RequestOptions.borrowed``): the
+    store copies what its pipeline changes, so the result is the one a private copy gives, the
+    caller's body and the stored object stay as they were, and what the body shares with the
+    stored object (its metadata's members, its spec) is carried over by identity."""
+    from everynode.client.inprocess import InProcessClient
+
+    pods = resource("pods")
+    results = []
+    for borrowed in (False, True):
+        api = ApiService(MemoryStore(share_capacity=0), clock=FixedClock())
+        body = _pod()
+        for key in ("uid", "resourceVersion"):
+            del body["metadata"][key]
+        del body["status"]
+        stored = await api.create(pods, "default", body, opts=RequestOptions(field_manager="ds"))
+        snapshot = deep_copy(stored)
+        changes = [
+            # the controller's form: the stored object with a new status
+            {**stored, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+            # a changed spec (ignored by /status, defaulted on the way) and an unknown nested field
+            {**stored, "spec": {**stored["spec"], "hostNetwork": True},
+             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "bogus": 1}]}},
+        ]
+        sent = deep_copy(changes)
+        written = []
+        for change in changes:
+            change["metadata"] = (await api.get(pods, "default", "p"))["metadata"] if written else change["metadata"]
+            if borrowed:
+                new = await InProcessClient(api).update_status("pods", change)
+            else:  # the same client, handing over a private copy the plain way
+                new = await InProcessClient(api, copy_inputs=False).update_status("pods", deep_copy(change))
+            written.append({**new, "metadata": {**new["metadata"], "uid": "-"}})
+        assert stored == snapshot
+        assert [{k: v for k, v in c.items() if k != "metadata"} for c in changes] == \
+            [{k: v for k, v in c.items() if k != "metadata"} for c in sent]
+        if borrowed:
+            assert new["spec"] is stored["spec"]
+            assert new["metadata"]["ownerReferences"] is stored["metadata"]["ownerReferences"]
+        results.append(written)
+    assert results[0] == results[1]
+    assert "bogus" not in results[1][1]["status"]["conditions"][0]

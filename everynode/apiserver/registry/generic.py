@@ -267,6 +267,9 @@ class ResourceStore:
         self.check_subresource(subresource, "update")
         ns = namespace if rt.namespaced else ""
         old = self.ctx.store.get(rt.key, ns, name)
+        if opts.borrowed:
+            body = _borrowed_copy(body, old, restored=self.strategy.restored_fields(subresource),
+                                  status_write=subresource == "status")
         obj = decode(rt, ns, body, opts, known=old)
         body_name = obj["metadata"].get("name") or ""
         if body_name != name:
@@ -600,6 +603,32 @@ def _is_field_conflict(error: errors.ApiError) -> bool:
     """An apply conflict between field managers (retrying cannot help), not a stale write."""
     causes = (error.status.get("details") or {}).get("causes") or ()
     return any(c.get("reason") == "FieldManagerConflict" for c in causes)
+
+
+def _borrowed_copy(body: Any, old: Obj | None, *, restored: tuple[str, ...], status_write: bool) -> Any:
+    """A private copy of a caller's uncopied update body (``RequestOptions.borrowed``).
+
+    The in-process DaemonSet controller writes its status as ``{**cached, "status": new}``: the
+    top level and status are its own, the rest is the very stored object it read.  Copying all
+    of it (the client's former deep copy) cost more than the rest of the write, and the copy
+    then defeated every identity shortcut after it (the type check, managedFields and
+    structural sharing compared the copied spec and metadata with the stored ones in full).
+    The same rules as for a patch result (:func:`_private_copy`) apply to what the body shares
+    with ``old``; everything else is the caller's and is copied deep, because decoding (which
+    drops unknown fields anywhere) and defaulting change it in place.  For a status write, a
+    top-level value that is ``old``'s own is copied one level (``metadata``) or replaced by the
+    placeholder of a restored field (``spec``), exactly as a status patch leaves them."""
+    if old is None or not isinstance(body, dict):
+        return apimeta.deep_copy(body)
+    if not status_write:
+        return _private_copy(body, old, restored=restored)
+    out: Obj = {}
+    for key, value in body.items():
+        if type(value) is dict and key in old and value is old[key]:
+            out[key] = {} if key in restored else dict(value)
+        else:
+            out[key] = apimeta.deep_copy(value)
+    return out
 
 
 def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_write: bool = False) -> Obj:

@@ -41,6 +41,10 @@ class RequestOptions:
     """Who asks, as authentication and impersonation left it (the reviews answer for them)."""
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)  # filled by the service; sent as Warning headers
+    borrowed: bool = False
+    """The body is the caller's own, uncopied (the in-process client's status writes): it may
+    share containers with the caller and with the stored object, so the store copies what its
+    pipeline would change (generic.py ``_borrowed_copy``) instead of the client copying all."""
 
 
 def options_invalid(kind: str, errs: list[fielderr.FieldError]) -> errors.ApiError:
