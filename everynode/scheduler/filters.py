@@ -123,7 +123,8 @@ def node_affinity_filter(pod: PodInfo, node: NodeInfo) -> Status | None:
     spec = pod.spec
     if not spec.get("nodeSelector") and not spec.get("affinity"):
         return None
-    if pod.affinity(node.node):
+    matches = pod.affinity  # (a local: mypyc compiles ``pod.affinity(...)`` as a method call)
+    if matches(node.node):
         return None
     return _NODE_AFFINITY
 

@@ -86,8 +86,7 @@ class AffinityState:
         return not self.existing_anti and not self.required_affinity and not self.required_anti
 
     def clone(self) -> AffinityState:
-        c = AffinityState.__new__(AffinityState)
-        c.pod = self.pod
+        c = AffinityState(self.pod, self.ns_labels_of)  # (a compiled class has no bare ``__new__``)
         c.required_affinity = self.required_affinity
         c.required_anti = self.required_anti
         c.ns_labels_of = self.ns_labels_of

@@ -113,16 +113,9 @@ class NodeInfo:
 
     def clone_usage(self) -> NodeInfo:
         """A copy sharing the node but with its own usage (for "what if" during preemption)."""
-        c = NodeInfo.__new__(NodeInfo)
-        c.name = self.name
-        c.node = self.node
-        c.labels = self.labels
-        c.taints = self.taints
-        c.unschedulable = self.unschedulable
-        c.alloc_milli_cpu = self.alloc_milli_cpu
-        c.alloc_memory = self.alloc_memory
-        c.alloc_pods = self.alloc_pods
-        c.alloc_scalar = self.alloc_scalar
+        # (through the constructor, which reads the node again: a compiled class has no bare
+        # ``__new__``, and preemption's what-ifs are rare)
+        c = NodeInfo(self.node)
         c.req_milli_cpu = self.req_milli_cpu
         c.req_memory = self.req_memory
         c.req_scalar = dict(self.req_scalar)

@@ -52,8 +52,10 @@ _MAX = 2**31 - 1
 
 def node_included(c: SpreadConstraint, pod: PodInfo, info: NodeInfo) -> bool:
     """Upstream ``matchNodeInclusionPolicies``."""
-    if c.honor_node_affinity and not pod.affinity(info.node):
-        return False
+    if c.honor_node_affinity:
+        matches = pod.affinity  # (a local: mypyc compiles ``pod.affinity(...)`` as a method call)
+        if not matches(info.node):
+            return False
     if c.honor_node_taints and find_untolerated_taint(info.taints, pod.tolerations) is not None:
         return False
     return True
@@ -85,7 +87,7 @@ class CriticalPaths:
         self.paths = [_Domain("", _MAX), _Domain("", _MAX)]
 
     def copy(self) -> CriticalPaths:
-        c = CriticalPaths.__new__(CriticalPaths)
+        c = CriticalPaths()  # (a compiled class has no bare ``__new__``)
         first, second = self.paths
         c.paths = [_Domain(first.value, first.count), _Domain(second.value, second.count)]
         return c
@@ -120,8 +122,7 @@ class SpreadState:
         self.paths: list[CriticalPaths] = []
 
     def clone(self) -> SpreadState:
-        c = SpreadState.__new__(SpreadState)
-        c.pod = self.pod
+        c = SpreadState(self.pod, ())  # (a compiled class has no bare ``__new__``)
         c.constraints = self.constraints
         c.counts = [dict(m) for m in self.counts]
         c.paths = [p.copy() for p in self.paths]
