@@ -68,23 +68,23 @@ How, and what it costs:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-dumps = orjson.dumps
-loads = orjson.loads
+# Final: under mypyc these are C globals, not look-ups in the module's dict at every use.
+dumps: Final = orjson.dumps
+loads: Final = orjson.loads
 
-DEFAULT_CAPACITY = 1 << 14  # entries per generation and table (module docstring)
+DEFAULT_CAPACITY: Final = 1 << 14  # entries per generation and table (module docstring)
 # A place whose look-ups found nothing this many times in a row is not looked up any more, but
 # once every PROBE_EVERY visits (module docstring: places where nothing repeats).
-UNSHARED_STREAK = 8
-PROBE_EVERY = 64
+UNSHARED_STREAK: Final = 8
+PROBE_EVERY: Final = 64
 
 _LIST = object()  # tags list keys so that a list never matches a dict
-_EMPTY_DICT_TEXT_HASH = hash(dumps({}))
-_EMPTY_LIST_TEXT_HASH = hash(dumps([]))
+_EMPTY_DICT_TEXT_HASH: Final = hash(dumps({}))
+_EMPTY_LIST_TEXT_HASH: Final = hash(dumps([]))
 
 
 class _Generations:
@@ -128,202 +128,236 @@ class _Generations:
 
 
 class Canonicalizer:
-    """Hash-consing of JSON-shaped values (dict, list, str, int; other values pass through)."""
+    """Hash-consing of JSON-shaped values (dict, list, str, int; other values pass through).
 
-    __slots__ = ("_containers", "_canonical", "_scalars", "value", "object")
+    Methods and typed attributes, no closures: this runs for every stored object, and under mypyc
+    (compiled.py) the methods of a native class call each other directly in C and its attributes
+    are typed slots, where closures over ``nonlocal`` state go through generic Python calls and
+    environment objects.  From source it costs what closures did: the methods read the attributes
+    they use more than once into locals.
+    """
 
-    value: Callable[[Any], Any]
-    """The canonical instance of a value (the value itself when it is the first of its kind)."""
-    object: Callable[..., dict[str, Any]]
-    """``object(obj, previous=None)``: canonicalise a stored object's content in place and
-    return it.  The object and its ``metadata`` must be private to the caller (the store's fresh
-    copies); they are kept out of the tables (module docstring).  No container ends up twice in
-    the object.  ``previous`` is the stored version ``obj`` replaces, if any (its carried-over
-    children are skipped by identity)."""
+    __slots__ = ("_containers", "_canonical", "_scalars", "_misses", "_barren", "_shared", "_capacity")
+
+    _containers: _Generations  # hash of path and JSON text -> container
+    _canonical: _Generations  # id(canonical container) -> (container, hash of its path)
+    # str -> str and int -> int; one table (a str never equals an int; bools are not entered).
+    _scalars: _Generations
+    # Place (path hash and key) -> how many look-ups in a row found nothing there, and how many
+    # visits in a row found nothing shared in the whole sub-tree (module docstring).
+    _misses: dict[int, int]
+    _barren: dict[int, int]
+    _shared: int  # containers found shared so far (a sub-tree's share is the difference)
+    _capacity: int  # entries per generation (the place tables are cleared at this size)
 
     def __init__(self, *, capacity: int = DEFAULT_CAPACITY) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        containers = self._containers = _Generations(capacity)  # hash of JSON text -> container
-        canonical = self._canonical = _Generations(capacity)  # id(canonical container) -> container
-        # str -> str and int -> int; one table (a str never equals an int; bools are not entered).
-        scalars = self._scalars = _Generations(capacity)
-        # (_Generations.put, inlined below for the container and identity tables)
-        # Place (path hash and key) -> how many look-ups in a row found nothing there, and how
-        # many visits in a row found nothing shared in the whole sub-tree (module docstring).
-        misses: dict[int, int] = {}
-        barren: dict[int, int] = {}
-        shared = 0  # containers found shared so far (a sub-tree's share is the difference)
+        self._capacity = capacity
+        self._containers = _Generations(capacity)
+        self._canonical = _Generations(capacity)
+        self._scalars = _Generations(capacity)
+        self._misses = {}
+        self._barren = {}
+        self._shared = 0
 
-        # One closure, locals only: this runs for every stored object, and attribute look-ups
-        # and method calls would double its cost.  ``at`` is the hash of the value's path in its
-        # object (module docstring: why containers are shared per path).
-        def value(v: Any, at: int = 0, name: Any = None) -> Any:
-            nonlocal shared
-            t = type(v)
-            if t is str or t is int:
-                hit = scalars.new.get(v)
-                return hit if hit is not None else scalars.intern(v, v)
-            if t is not dict and t is not list:  # bool, float, None, anything unexpected: as is
-                return v
-            if not v:
-                # ``{}`` / ``[]``: the key of its text without serialising it, confirmed by type
-                # (the same table entry ``dumps`` would give; empty leaves are a third of the
-                # containers in managedFields trees).  The one of its place is the answer, so
-                # identity only matters when there is none yet.
-                key = hash((at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH))
-                hit = containers.new.get(key)
+    def value(self, v: Any, at: int = 0, name: Any = None) -> Any:
+        """The canonical instance of a value (the value itself when it is the first of its kind).
+
+        ``at`` is the hash of the value's path in its object, ``name`` its key there (module
+        docstring: why containers are shared per path)."""
+        t = type(v)
+        if t is str or t is int:
+            scalars = self._scalars
+            hit = scalars.new.get(v)
+            return hit if hit is not None else scalars.intern(v, v)
+        if t is not dict and t is not list:  # bool, float, None, anything unexpected: as is
+            return v
+        containers = self._containers
+        canonical = self._canonical
+        if not v:
+            # ``{}`` / ``[]``: the key of its text without serialising it, confirmed by type
+            # (the same table entry ``dumps`` would give; empty leaves are a third of the
+            # containers in managedFields trees).  The one of its place is the answer, so
+            # identity only matters when there is none yet.
+            key = hash((at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH))
+            hit = containers.new.get(key)
+            if hit is not None and type(hit) is t and not hit:
+                self._shared += 1
+                return hit
+            if hit is None:
+                hit = containers.old.get(key)
                 if hit is not None and type(hit) is t and not hit:
-                    shared += 1
-                    return hit
-                if hit is None:
-                    hit = containers.old.get(key)
-                    if hit is not None and type(hit) is t and not hit:
-                        shared += 1
-                        return containers.intern(key, hit)
-                i = id(v)
-                known = canonical.new.get(i) or canonical.old.get(i)
-                if known is not None and known[0] is v:
-                    if known[1] == at:
-                        return v
-                    v = t()  # canonical at another path (below): a private one
-                    i = id(v)
-                containers.put(key, v)
-                canonical.put(i, (v, at))
-                return v
+                    self._shared += 1
+                    return containers.intern(key, hit)
             i = id(v)
             known = canonical.new.get(i) or canonical.old.get(i)
-            if known is not None and known[0] is v and known[1] == at:
-                shared += 1
-                return v
-            place = hash((at, name))  # (``at`` is positional; the key tells places apart)
-            streak = misses.get(place, 0)
-            if streak >= UNSHARED_STREAK and streak % PROBE_EVERY:
-                # A place whose containers have all been new lately (a pod's node pin, its IPs):
-                # no look-up, only its children are shared.  Every PROBE_EVERY-th visit looks
-                # again, so a place that starts repeating is shared again.
-                misses[place] = streak + 1
-                if known is not None and known[0] is v:
-                    try:
-                        v = loads(dumps(v))  # canonical at another path (below): a private copy
-                    except TypeError:
-                        return v
-                    i = id(v)
-                dry = barren.get(place, 0)
-                if dry < UNSHARED_STREAK or not streak % (PROBE_EVERY // 2):
-                    before = shared
-                    children(v, t, at)  # (unlooked-up, so unchecked: values that are not JSON pass as always)
-                    if shared == before:
-                        barren[place] = dry + 1
-                    elif dry:
-                        barren[place] = 0
-                new = canonical.new  # canonical.put(i, (v, at)): skipped by identity when carried over
-                if len(new) >= capacity:
-                    canonical.old = new
-                    new = canonical.new = {}
-                new[i] = (v, at)
-                return v
-            try:
-                text = dumps(v)
-            except TypeError:  # not JSON-shaped: leave it alone
-                return v
-            key = hash((at, hash(text)))  # one int: the table's keys are most of its memory
-            # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``).
-            hit = containers.new.get(key)
-            if hit is not None:
-                if dumps(hit) == text:
-                    if streak:
-                        misses[place] = 0
-                    shared += 1
-                    return hit
-            else:
-                hit = containers.old.get(key)
-                if hit is not None and dumps(hit) == text:
-                    if streak:
-                        misses[place] = 0
-                    shared += 1
-                    return containers.intern(key, hit)
-            if len(misses) >= capacity:
-                misses.clear()
-                barren.clear()
+            if known is not None and known[0] is v:
+                if known[1] == at:
+                    return v
+                v = t()  # canonical at another path (below): a private one
+                i = id(v)
+            containers.put(key, v)
+            canonical.put(i, (v, at))
+            return v
+        i = id(v)
+        known = canonical.new.get(i) or canonical.old.get(i)
+        if known is not None and known[0] is v and known[1] == at:
+            self._shared += 1
+            return v
+        place = hash((at, name))  # (``at`` is positional; the key tells places apart)
+        misses = self._misses
+        streak = misses.get(place, 0)
+        capacity = self._capacity
+        if streak >= UNSHARED_STREAK and streak % PROBE_EVERY:
+            # A place whose containers have all been new lately (a pod's node pin, its IPs):
+            # no look-up, only its children are shared.  Every PROBE_EVERY-th visit looks
+            # again, so a place that starts repeating is shared again.
             misses[place] = streak + 1
             if known is not None and known[0] is v:
-                # Canonical at another path: sharing it here too would alias two places of one
-                # object.  Use a private copy.
-                v = loads(text)
+                try:
+                    v = loads(dumps(v))  # canonical at another path (below): a private copy
+                except TypeError:
+                    return v
                 i = id(v)
-            children(v, t, at)
-            # containers.put(key, v) and canonical.put(i, (v, at)), inlined (every miss ends here)
-            new = containers.new
-            if len(new) >= capacity and key not in new:
-                containers.old = new
-                new = containers.new = {}
-            new[key] = v  # (replaces a colliding entry, if any)
-            new = canonical.new
-            if len(new) >= capacity:  # (``i`` is in neither generation here: see ``known`` above)
+            barren = self._barren
+            dry = barren.get(place, 0)
+            if dry < UNSHARED_STREAK or not streak % (PROBE_EVERY // 2):
+                before = self._shared
+                # (unlooked-up, so unchecked: values that are not JSON pass as always)
+                self._children(v, t, at)
+                if self._shared == before:
+                    barren[place] = dry + 1
+                elif dry:
+                    barren[place] = 0
+            new = canonical.new  # canonical.put(i, (v, at)): skipped by identity when carried over
+            if len(new) >= capacity:
                 canonical.old = new
                 new = canonical.new = {}
             new[i] = (v, at)
             return v
+        try:
+            text = dumps(v)
+        except TypeError:  # not JSON-shaped: leave it alone
+            return v
+        key = hash((at, hash(text)))  # one int: the table's keys are most of its memory
+        # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``).
+        hit = containers.new.get(key)
+        if hit is not None:
+            if dumps(hit) == text:
+                if streak:
+                    misses[place] = 0
+                self._shared += 1
+                return hit
+        else:
+            hit = containers.old.get(key)
+            if hit is not None and dumps(hit) == text:
+                if streak:
+                    misses[place] = 0
+                self._shared += 1
+                return containers.intern(key, hit)
+        if len(misses) >= capacity:
+            misses.clear()
+            self._barren.clear()
+        misses[place] = streak + 1
+        if known is not None and known[0] is v:
+            # Canonical at another path: sharing it here too would alias two places of one
+            # object.  Use a private copy.
+            v = loads(text)
+            i = id(v)
+        self._children(v, t, at)
+        # containers.put(key, v) and canonical.put(i, (v, at)), inlined (every miss ends here)
+        new = containers.new
+        if len(new) >= capacity and key not in new:
+            containers.old = new
+            new = containers.new = {}
+        new[key] = v  # (replaces a colliding entry, if any)
+        new = canonical.new
+        if len(new) >= capacity:  # (``i`` is in neither generation here: see ``known`` above)
+            canonical.old = new
+            new = canonical.new = {}
+        new[i] = (v, at)
+        return v
 
-        def children(v: Any, t: type, at: int) -> None:
-            # The children of a container that is kept, replaced in place by their canonical
-            # instances: (key, child) pairs of a dict, (index, child) of a list; ``n`` is the
-            # position.
-            for n, (k, child) in enumerate(v.items() if t is dict else enumerate(v)):
+    def _children(self, v: Any, t: type, at: int) -> None:
+        # The children of a container that is kept (a dict when ``t`` is dict, else a list),
+        # replaced in place by their canonical instances; ``n`` is a child's position, the key
+        # of a dict's child its name, the index of a list's.  Two loops, each over its own type,
+        # rather than one over generic (key, child) pairs.
+        scalars = self._scalars
+        if t is dict:
+            d: dict[Any, Any] = v
+            for n, (k, child) in enumerate(d.items()):
                 ct = type(child)
                 if ct is str or ct is int:
                     canon = scalars.new.get(child)
                     if canon is None:
                         canon = scalars.intern(child, child)
                 elif ct is dict or ct is list:
-                    canon = value(child, hash((at, n)), k)
+                    canon = self.value(child, hash((at, n)), k)
                 else:
                     continue
                 if canon is not child:
-                    v[k] = canon
-
-        def level(container: dict[str, Any], previous: Any, at: int, top: bool) -> None:
-            # One level of a stored object kept out of the tables (the object itself, and its
-            # ``metadata`` when ``top``): its values are canonicalised in place.  ``previous``:
-            # the same level of the stored version this one replaces.  A child that is the same
-            # object at the same place (an update carries it over) is canonical there already:
-            # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
-            before = list(previous.items()) if type(previous) is dict else ()
-            n_before = len(before)
-            for n, (key, child) in enumerate(container.items()):
+                    d[k] = canon
+        else:
+            items: list[Any] = v
+            for n, child in enumerate(items):
                 ct = type(child)
                 if ct is str or ct is int:
                     canon = scalars.new.get(child)
                     if canon is None:
                         canon = scalars.intern(child, child)
-                    if canon is not child:
-                        container[key] = canon
+                elif ct is dict or ct is list:
+                    canon = self.value(child, hash((at, n)), n)
+                else:
                     continue
-                old_child = None
-                if n < n_before:
-                    old_key, old_child = before[n]
-                    if old_key != key:
-                        old_child = None
-                    elif old_child is child:
-                        continue
-                if top and key == "metadata" and ct is dict:
-                    level(child, old_child, hash((at, n)), False)
-                    continue
-                canon = value(child, hash((at, n)), key)
+                if canon is not child:
+                    items[n] = canon
+
+    def _level(self, container: dict[Any, Any], previous: Any, at: int, top: bool) -> None:
+        # One level of a stored object kept out of the tables (the object itself, and its
+        # ``metadata`` when ``top``): its values are canonicalised in place.  ``previous``:
+        # the same level of the stored version this one replaces.  A child that is the same
+        # object at the same place (an update carries it over) is canonical there already:
+        # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
+        before: list[tuple[Any, Any]] = list(previous.items()) if type(previous) is dict else []
+        n_before = len(before)
+        scalars = self._scalars
+        for n, (key, child) in enumerate(container.items()):
+            ct = type(child)
+            if ct is str or ct is int:
+                canon = scalars.new.get(child)
+                if canon is None:
+                    canon = scalars.intern(child, child)
                 if canon is not child:
                     container[key] = canon
+                continue
+            old_child: Any = None
+            if n < n_before:
+                old_key, old_child = before[n]
+                if old_key != key:
+                    old_child = None
+                elif old_child is child:
+                    continue
+            if top and key == "metadata" and ct is dict:
+                self._level(child, old_child, hash((at, n)), False)
+                continue
+            canon = self.value(child, hash((at, n)), key)
+            if canon is not child:
+                container[key] = canon
 
-        def object_(obj: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
-            # Paths start from the object's kind: the places of one kind are shared with each
-            # other, and the look-up statistics of a Pod's places are not an Event's.
-            kind = obj.get("kind")
-            level(obj, previous, hash(kind) if type(kind) is str else 0, True)
-            return obj
+    def object(self, obj: dict[str, Any], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Canonicalise a stored object's content in place and return it.
 
-        self.value = value
-        self.object = object_
-
+        The object and its ``metadata`` must be private to the caller (the store's fresh copies);
+        they are kept out of the tables (module docstring).  No container ends up twice in the
+        object.  ``previous`` is the stored version ``obj`` replaces, if any (its carried-over
+        children are skipped by identity)."""
+        # Paths start from the object's kind: the places of one kind are shared with each
+        # other, and the look-up statistics of a Pod's places are not an Event's.
+        kind = obj.get("kind")
+        self._level(obj, previous, hash(kind) if type(kind) is str else 0, True)
+        return obj
 
     def entries(self) -> int:
         """Table entries held now (for tests and diagnostics)."""
