@@ -39,13 +39,17 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 # The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
-# object accessors) and the DaemonSet controller's helpers, work queue, Event recorder and pod
-# simulation around them; no class here is subclassed by code outside the list.  Left out on
-# purpose, because tests (or ``plan``'s seeding) replace a part of them, which compiled callers
-# would not see, or build or subclass their classes in ways compiled classes refuse: api/meta.py
-# (generated names and uids are seeded through it), the DaemonSet controller and its history
-# module, the informer, the stores, the scheduler, and the generic registry (subclassed by every
-# resource's store).
+# object accessors), the DaemonSet controller's helpers, work queue, Event recorder and pod
+# simulation around them, the template creates and the scheduler's helpers (node and pod infos,
+# filters, scores, queue, cache); no class here is subclassed by code outside the list.  Left
+# out on purpose, because tests (or ``plan``'s seeding) replace a part of them, which compiled
+# callers would not see, or build or subclass their classes in ways compiled classes refuse:
+# api/meta.py (generated names and uids are seeded through it), the DaemonSet controller and its
+# history module, the stores, the scheduler's loop (a test builds it with ``__new__``), and the
+# generic registry (subclassed by every resource's store).  The registry's watch module uses
+# async generators, which this mypyc does not compile.  The informer compiles, but its unit
+# tests then saw a relist where the source resumes a watch (a 410 of an earlier test's client
+# reported as its last error): left out until that is understood.
 MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",
     "everynode.api.defaults",
