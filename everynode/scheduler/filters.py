@@ -123,8 +123,7 @@ def node_affinity_filter(pod: PodInfo, node: NodeInfo) -> Status | None:
     spec = pod.spec
     if not spec.get("nodeSelector") and not spec.get("affinity"):
         return None
-    matches = pod.affinity  # (a local: mypyc compiles ``pod.affinity(...)`` as a method call)
-    if matches(node.node):
+    if pod.matches_node(node.node):
         return None
     return _NODE_AFFINITY
 

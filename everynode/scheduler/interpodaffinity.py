@@ -89,7 +89,6 @@ class AffinityState:
         c = AffinityState(self.pod, self.ns_labels_of)  # (a compiled class has no bare ``__new__``)
         c.required_affinity = self.required_affinity
         c.required_anti = self.required_anti
-        c.ns_labels_of = self.ns_labels_of
         c.ns_labels = self.ns_labels
         c.existing_anti = dict(self.existing_anti)
         c.affinity_counts = dict(self.affinity_counts)

@@ -84,13 +84,14 @@ class PodInfo:
         self.pod = pod
         self.spec = pod.get("spec") or {}
 
-    @property
-    def affinity(self) -> NodeMatcher:
-        """nodeSelector AND required node affinity, compiled on first use."""
+    def matches_node(self, node: Obj) -> bool:
+        """nodeSelector AND required node affinity (compiled on first use) hold for ``node``.
+        (A method rather than a property returning the matcher: mypyc compiled a call of such a
+        property, ``pod.affinity(node)``, as a method call and failed.)"""
         m = self._affinity
         if m is None:
             m = self._affinity = compile_required_affinity(self.spec)
-        return m
+        return m(node)
 
     @property
     def pod_affinity(self) -> PodAffinityTerms | None:

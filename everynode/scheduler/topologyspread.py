@@ -52,10 +52,8 @@ _MAX = 2**31 - 1
 
 def node_included(c: SpreadConstraint, pod: PodInfo, info: NodeInfo) -> bool:
     """Upstream ``matchNodeInclusionPolicies``."""
-    if c.honor_node_affinity:
-        matches = pod.affinity  # (a local: mypyc compiles ``pod.affinity(...)`` as a method call)
-        if not matches(info.node):
-            return False
+    if c.honor_node_affinity and not pod.matches_node(info.node):
+        return False
     if c.honor_node_taints and find_untolerated_taint(info.taints, pod.tolerations) is not None:
         return False
     return True

@@ -622,13 +622,7 @@ def _borrowed_copy(body: Any, old: Obj | None, *, restored: tuple[str, ...], sta
         return apimeta.deep_copy(body)
     if not status_write:
         return _private_copy(body, old, restored=restored)
-    out: Obj = {}
-    for key, value in body.items():
-        if type(value) is dict and key in old and value is old[key]:
-            out[key] = {} if key in restored else dict(value)
-        else:
-            out[key] = apimeta.deep_copy(value)
-    return out
+    return _status_write_copy(body, old, restored=restored, own_private=False)
 
 
 def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_write: bool = False) -> Obj:
@@ -659,13 +653,7 @@ def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_w
     if not isinstance(patched, dict):
         return apimeta.deep_copy(patched)  # not an object: decoding rejects it
     if status_write:
-        shallow = {key: dict(value) if type(value) is dict else value for key, value in patched.items()}
-        for key in restored:  # as below: a placeholder when untouched, else a full copy (defaults change it)
-            if key in shallow:
-                value = patched[key]
-                untouched = value is not None and key in old and value is old[key]
-                shallow[key] = {} if untouched else apimeta.deep_copy(value)
-        return shallow
+        return _status_write_copy(patched, old, restored=restored, own_private=True)
     shell = dict(patched)
     for key in restored:
         if key in shell and key in old and shell[key] is old[key]:
@@ -682,3 +670,24 @@ def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_w
     if keep_managed:
         copy["metadata"]["managedFields"] = managed
     return copy
+
+
+def _status_write_copy(body: Obj, old: Obj, *, restored: tuple[str, ...], own_private: bool) -> Obj:
+    """The copy a ``*/status`` write's pipeline may change, one level deep where it can be.
+
+    A top-level value that is ``old``'s own is replaced by a placeholder when it is restored
+    (the strategy puts the stored one back; whatever defaulting adds is discarded with it), else
+    copied one level.  Another restored value is copied deep (defaults change it).  Any other
+    value is copied one level when what lies below its top is private to the request
+    (``own_private``: a patch result's fresh containers) and deep otherwise (a borrowed body's
+    are its caller's, and decoding drops unknown fields anywhere)."""
+    out: Obj = {}
+    for key, value in body.items():
+        untouched = value is not None and key in old and value is old[key]
+        if key in restored:
+            out[key] = {} if untouched else apimeta.deep_copy(value)
+        elif untouched or own_private:
+            out[key] = dict(value) if type(value) is dict else value
+        else:
+            out[key] = apimeta.deep_copy(value)
+    return out
