@@ -693,3 +693,43 @@ async def test_borrowed_status_update_stores_what_a_copied_body_stores():
         results.append(written)
     assert results[0] == results[1]
     assert "bogus" not in results[1][1]["status"]["conditions"][0]
+
+
+SAME_CASES = [
+    ("one object", "shared", "shared", True),
+    ("equal scalars", 1, 1, True),
+    ("bool is not int", True, 1, False),
+    ("float is not int", 1.0, 1, False),
+    ("null is not zero", None, 0, False),
+    ("equal objects, other key order", {"a": 1, "b": [1, "x"]}, {"b": [1, "x"], "a": 1}, True),
+    ("a nested bool for an int", {"a": {"b": [1, 2]}}, {"a": {"b": [1, True]}}, False),
+    ("a nested float for an int", {"a": [{"n": 3}]}, {"a": [{"n": 3.0}]}, False),
+    ("a key more", {"a": 1}, {"a": 1, "b": None}, False),
+    ("another key", {"a": 1}, {"b": 1}, False),
+    ("a missing key is not null", {"a": None}, {"b": None}, False),
+    ("an item more", [1], [1, 1], False),
+    ("object for list", {}, [], False),
+]
+
+
+@pytest.mark.parametrize(("before", "value", "same"), [c[1:] for c in SAME_CASES], ids=[c[0] for c in SAME_CASES])
+def test_same_is_equality_with_the_same_json_types(before, value, same):
+    from everynode.api import typecheck
+
+    assert typecheck._same(before, value) is same
+    assert typecheck._same(value, before) is same
+
+
+def test_a_type_change_below_a_copied_level_is_found_with_its_members_shared():
+    """A ``*/status`` write copies ``metadata`` one level and shares its members with the stored
+    object: the members that are the stored ones are skipped, a changed one is still checked."""
+    from everynode.api import typecheck
+
+    known = _pod()
+    known["metadata"]["labels"] = {"app": "a"}
+    known["metadata"]["generation"] = 1
+    same_members = dict(known["metadata"])
+    assert typecheck.check_object("v1", "Pod", {**known, "metadata": same_members}, known=known).problems == []
+    retyped = {**known, "metadata": {**known["metadata"], "generation": True}}
+    problems = typecheck.check_object("v1", "Pod", retyped, known=known).problems
+    assert [p.go_path for p in problems] == ["metadata.generation"]
