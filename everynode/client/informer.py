@@ -393,13 +393,15 @@ class Informer:
         cont: str | None = None
         while True:
             try:
-                page = await self.client.list(self.resource, namespace=self.namespace,
-                                              label_selector=self.label_selector,
-                                              field_selector=self.field_selector,
-                                              limit=self.page_size or None, continue_token=cont)
+                page: Obj | None = await self.client.list(self.resource, namespace=self.namespace,
+                                                          label_selector=self.label_selector,
+                                                          field_selector=self.field_selector,
+                                                          limit=self.page_size or None, continue_token=cont)
             except ApiError as exc:
                 if exc.code != 410 or cont is None:
                     raise
+                page = None  # listed again below, outside the handler (no await in one: see _watch)
+            if page is None:
                 log.info("informer %s: continue token expired; listing without pagination", self.resource)
                 page = await self.client.list(self.resource, namespace=self.namespace,
                                               label_selector=self.label_selector,
@@ -415,22 +417,32 @@ class Informer:
                 return items, rv
 
     async def _watch(self) -> int:
-        """One watch from the current rv until the stream ends; returns the number of events."""
+        """One watch from the current rv until the stream ends; returns the number of events.
+
+        The stream is closed after the loop, the failure (if any) held and raised again, rather
+        than in a ``finally``: this module is compiled, and mypyc's ``finally`` around an
+        ``await`` leaves the exception it handled in ``sys.exc_info()`` and, on the way out of
+        any later such ``finally``, raises whatever ``sys.exc_info()`` holds — a 410 of a watch
+        long gone turned a clean end of the stream into a relist (compiled.py)."""
         self.watches += 1
         count = 0
         stream = self.client.watch(self.resource, namespace=self.namespace, label_selector=self.label_selector,
                                    field_selector=self.field_selector, resource_version=self._rv,
                                    allow_bookmarks=True,
                                    timeout_seconds=random.randint(MIN_WATCH_TIMEOUT, 2 * MIN_WATCH_TIMEOUT - 1))
+        failure: BaseException | None = None
         try:
             async for ev in stream:
                 count += 1
                 self.events += 1
                 self._apply_event(ev.get("type", ""), ev.get("object") or {})
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+        except BaseException as exc:  # cancellation too: the stream is closed first, below
+            failure = exc
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        if failure is not None:
+            raise failure
         return count
 
     async def _run(self) -> None:

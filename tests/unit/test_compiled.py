@@ -8,6 +8,7 @@ converge and the write-path unit tests again with ``EVERYNODE_PURE=1``.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.machinery
 import os
@@ -74,6 +75,35 @@ def test_built_modules_are_found_whatever_the_list(tmp_path: Path) -> None:
 def test_every_listed_module_exists_as_source() -> None:
     for module in compiled.MODULES:
         assert compiled.source_path(module).is_file(), module
+
+
+def _awaits_in(statements: list[ast.stmt]) -> list[int]:
+    """Lines of the awaits run by these statements (not by functions they define)."""
+    found: list[int] = []
+    todo: list[ast.AST] = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            found.append(node.lineno)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_no_listed_module_awaits_in_finally_or_except() -> None:
+    """Compiled, such an await corrupts ``sys.exc_info()`` (the compiled.py docstring)."""
+    offences = []
+    for module in compiled.MODULES:
+        tree = ast.parse(compiled.source_path(module).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AsyncWith):
+                offences.append(f"{module}:{node.lineno} async with")
+            if isinstance(node, (ast.Try, ast.TryStar)):
+                blocks = [("finally", node.finalbody), *(("except", h.body) for h in node.handlers)]
+                for name, body in blocks:
+                    offences += [f"{module}:{line} await in {name}" for line in _awaits_in(body)]
+    assert offences == []
 
 
 @pytest.mark.skipif(not os.environ.get("CI"), reason="outside CI the build is optional (no C compiler: sources)")

@@ -203,9 +203,11 @@ async def store_status(client: Client, ds: Obj, counts: StatusCounts, *, update_
         except ApiError as update_error:
             if attempt >= STATUS_UPDATE_RETRIES:
                 raise update_error
-            attempt += 1
-            fresh = await client.get(DAEMONSETS, md["name"], namespace=md.get("namespace") or "")
-            to_update = _apply(fresh, counts, observed_generation=generation, conditions=conditions)
+        # The fresh read is awaited outside the handler: compiled, a handler suspended at an
+        # await can leave its exception in sys.exc_info() for good (compiled.py).
+        attempt += 1
+        fresh = await client.get(DAEMONSETS, md["name"], namespace=md.get("namespace") or "")
+        to_update = _apply(fresh, counts, observed_generation=generation, conditions=conditions)
 
 
 # ---------------------------------------------------------------------------------------------
