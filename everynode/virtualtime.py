@@ -50,14 +50,30 @@ _Ts = TypeVarTuple("_Ts")
 DEFAULT_EPOCH = 1_700_000_000.0
 
 
+# While callbacks are ready (asyncio asks for ``timeout == 0``), the real selector is polled on
+# one turn in this many.  Most turns of a simulated cluster have callbacks ready and, in-process,
+# no file descriptor to watch but the loop's self-pipe, which ``call_soon_threadsafe`` only writes
+# to wake a sleeping loop (its callback is queued directly): each poll was a system call through
+# the selectors module for nothing (about 27 per node of a virtual rollout).  A socket's event
+# waits at most this many turns of work — no virtual time passes in between, and a turn that
+# would wait or jump always polls first.
+POLL_EVERY_BUSY_TURNS = 16
+
+
 class _VirtualSelector(selectors.BaseSelector):
     """Delegates to a real selector, but turns a wait into a jump of the loop's clock."""
 
     def __init__(self, real: selectors.BaseSelector, loop: VirtualTimeEventLoop) -> None:
         self._real = real
         self._loop = loop
+        self._busy_turns = 0
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout == 0:
+            self._busy_turns += 1
+            if self._busy_turns < POLL_EVERY_BUSY_TURNS:
+                return []
+        self._busy_turns = 0
         events = self._real.select(0)
         if events or timeout == 0:
             return events

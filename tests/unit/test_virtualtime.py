@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -218,3 +220,48 @@ def test_timers_due_at_the_same_instant_run_in_scheduling_order() -> None:
         return order
 
     assert run_virtual(scenario()) == list(range(40))
+
+
+def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
+    """While callbacks keep the loop busy, the real selector is polled one turn in
+    POLL_EVERY_BUSY_TURNS, and a socket that became readable is still served within that."""
+    from everynode import virtualtime
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        selector = loop._selector  # type: ignore[attr-defined]
+        real = selector._real
+        polls = 0
+
+        class Counting:
+            def select(self, timeout: float | None = None) -> Any:
+                nonlocal polls
+                polls += 1
+                return real.select(timeout)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+        selector._real = Counting()
+        a, b = socket.socketpair()
+        readable = asyncio.Event()
+        loop.add_reader(a, readable.set)
+        try:
+            for _ in range(10 * virtualtime.POLL_EVERY_BUSY_TURNS):  # busy: no socket event yet
+                await asyncio.sleep(0)
+            busy_polls = polls
+            b.send(b"x")
+            turns = 0
+            while not readable.is_set():
+                turns += 1
+                await asyncio.sleep(0)
+        finally:
+            loop.remove_reader(a)
+            selector._real = real
+            a.close()
+            b.close()
+        return busy_polls, turns
+
+    busy_polls, turns = run_virtual(main())
+    assert busy_polls <= 11
+    assert turns <= virtualtime.POLL_EVERY_BUSY_TURNS + 1
