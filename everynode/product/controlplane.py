@@ -81,6 +81,10 @@ class ControlPlaneConfig:
     # reasons its answer reads: a rollout step writes as many kubelet events (Pulling, Pulled,
     # Created, Started, Killing) as it writes pods, and node registration one per node.
     event_reasons: frozenset[str] | None = None
+    # Whether an update's new content joins the in-memory store's structural sharing
+    # (storage/memory.py ``share_updates``); creates are always shared.  Only ``plan``'s copy
+    # turns it off: see plan.py ``running_copy``.
+    share_updates: bool = True
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -169,7 +173,7 @@ class ControlPlane:
             from everynode.storage.memory import MemoryStore
 
             say("storage: in memory")
-            return MemoryStore()
+            return MemoryStore(share_updates=cfg.share_updates)
         from everynode.storage.sqlite import SqliteStore
 
         try:

@@ -576,7 +576,17 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # spam filter and aggregation of those are what they would be.
                                 # The kubelets' (Pulling, Pulled, Created, Started, Killing) were
                                 # four of the nine writes of every node a rollout replaces.
-                                event_reasons=None if full_copy else EVENT_REASONS)
+                                event_reasons=None if full_copy else EVENT_REASONS,
+                                # The copy lives for one plan, and its rollout is a chain of
+                                # updates (a replaced pod's binding, two kubelet status patches
+                                # and its deletion; the DaemonSet's status) whose new parts are
+                                # mostly its own (statuses, timestamps): looking them up in the
+                                # sharing tables made every update serialise and hash them, in
+                                # tables too big for the CPU's caches.  The loaded objects and
+                                # the created pods are shared as always; the rest is kept as
+                                # written (measured in #15's note: the rollout ~15% faster, the
+                                # process's peak memory ~10% larger).
+                                share_updates=False)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
 

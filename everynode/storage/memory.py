@@ -183,7 +183,7 @@ class MemoryStore(Store):
 
     def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000,
                  share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL,
-                 unshared: frozenset[str] = UNSHARED_RESOURCES) -> None:
+                 unshared: frozenset[str] = UNSHARED_RESOURCES, share_updates: bool = True) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
         # Objects that expire (Events, as etcd leases expire them upstream): resource -> seconds.
         self._ttl: dict[str, float] = {r: event_ttl for r in TTL_RESOURCES} if event_ttl else {}
@@ -194,6 +194,9 @@ class MemoryStore(Store):
         # Equal sub-trees of stored objects are kept once (canonical.py); 0 turns sharing off.
         self._canonical = Canonicalizer(capacity=share_capacity) if share_capacity > 0 else None
         self._unshared = unshared  # resources stored as written (UNSHARED_RESOURCES)
+        # False: an update keeps what it carries over of the stored version (canonical already)
+        # and stores what it brings as written; only creates are shared (``_shared``).
+        self._share_updates = share_updates
         self._writes: dict[str, int] = {}  # resource -> writes applied (Store.writes)
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)
@@ -369,7 +372,7 @@ class MemoryStore(Store):
         """The object about to be stored, its sub-trees replaced by equal ones already stored
         (``previous``: the stored version it replaces, whose carried-over parts are kept as are)."""
         canonical = self._canonical
-        if canonical is None or resource in self._unshared:
+        if canonical is None or resource in self._unshared or (previous is not None and not self._share_updates):
             return obj
         return canonical.object(obj, previous)
 

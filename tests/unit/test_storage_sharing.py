@@ -246,6 +246,28 @@ async def test_sharing_can_be_turned_off() -> None:
     assert a["spec"]["containers"] is not b["spec"]["containers"]
 
 
+async def test_updates_can_be_kept_out_of_sharing() -> None:
+    """``share_updates=False`` (plan's copy): creates are shared, an update keeps what it carries
+    over and stores what it brings as written, with the same content."""
+    store = MemoryStore(share_updates=False)
+    a = await store.create("pods", deep_copy(pod("a", "n1")))
+    b = await store.create("pods", deep_copy(pod("b", "n2")))
+    assert a["spec"]["containers"] is b["spec"]["containers"]
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    await store.update("pods", {**a, "status": deep_copy(status)})
+    brought = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    updated = await store.update("pods", {**b, "status": brought})
+    assert updated["status"] is brought and updated["status"] == status
+    assert store.get("pods", "default", "a")["status"]["conditions"] is not brought["conditions"]
+    assert updated["spec"] is b["spec"]
+    shared = MemoryStore()
+    a = await shared.create("pods", deep_copy(pod("a", "n1")))
+    b = await shared.create("pods", deep_copy(pod("b", "n2")))
+    await shared.update("pods", {**a, "status": deep_copy(status)})
+    updated = await shared.update("pods", {**b, "status": deep_copy(status)})
+    assert updated["status"]["conditions"] is shared.get("pods", "default", "a")["status"]["conditions"]
+
+
 def lease(name: str) -> dict[str, Any]:
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": name, "namespace": "kube-node-lease"},
