@@ -50,12 +50,15 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
 # object accessors), the DaemonSet controller's helpers, work queue, Event recorder and pod
-# simulation around them, the template creates and the scheduler's helpers (node and pod infos,
-# filters, scores, queue, cache); no class here is subclassed by code outside the list.  Left
+# simulation around them, the template creates, the scheduler's helpers (node and pod infos,
+# filters, scores, queue, cache) and the stores (memory and SQLite: every write's apply and every
+# read; a test fails a SQLite commit through the connection's authorizer, and the golden converge
+# records the published events with a watch, since compiled callers would not see a replaced
+# method); no class here is subclassed by code outside the list.  Left
 # out on purpose, because tests (or ``plan``'s seeding) replace a part of them, which compiled
 # callers would not see, or build or subclass their classes in ways compiled classes refuse:
 # api/meta.py (generated names and uids are seeded through it), the DaemonSet controller and its
-# history module, the stores, the scheduler's loop (a test builds it with ``__new__``), and the
+# history module, the scheduler's loop (a test builds it with ``__new__``), and the
 # generic registry (subclassed by every resource's store).  The registry's watch module uses
 # async generators, which this mypyc does not compile.  The informer is compiled since its
 # ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410 in
@@ -105,6 +108,8 @@ MODULES: tuple[str, ...] = (
     "everynode.scheduler.scoring",
     "everynode.scheduler.topologyspread",
     "everynode.storage.canonical",
+    "everynode.storage.memory",
+    "everynode.storage.sqlite",
     "everynode.storage.watch",
 )
 
