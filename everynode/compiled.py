@@ -50,14 +50,20 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
 # object accessors), the DaemonSet controller's helpers, work queue, Event recorder and pod
-# simulation around them, the template creates and the scheduler's helpers (node and pod infos,
-# filters, scores, queue, cache); no class here is subclassed by code outside the list.  Left
-# out on purpose, because tests (or ``plan``'s seeding) replace a part of them, which compiled
-# callers would not see, or build or subclass their classes in ways compiled classes refuse:
-# api/meta.py (generated names and uids are seeded through it), the DaemonSet controller and its
-# history module, the stores, the scheduler's loop (a test builds it with ``__new__``), and the
-# generic registry (subclassed by every resource's store).  The registry's watch module uses
-# async generators, which this mypyc does not compile.  The informer is compiled since its
+# simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
+# infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
+# writers) and the stores (memory and SQLite: every write's apply and every read); no class here
+# is subclassed by code outside the list.  What tests used to replace in them has a seam instead,
+# since compiled callers would not see a replaced global or method: a test fails a SQLite commit
+# through the connection's authorizer, the golden converge records the published events with a
+# watch, the kubelet writers' yield interval is an attribute of the simulation, and the
+# scheduler's default spreading selector is a function of its inputs.  Left out on purpose,
+# because tests (or ``plan``'s seeding) replace a part of them, which compiled callers would not
+# see, or build or subclass their classes in ways compiled classes refuse: api/meta.py (generated
+# names and uids are seeded through it), the DaemonSet controller (tests replace its
+# ``_sync_nodes`` and its module's ``node_actions`` to watch its bursts) and its history module,
+# and the generic registry (subclassed by every resource's store).  The registry's watch module
+# uses async generators, which this mypyc does not compile.  The informer is compiled since its
 # ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410 in
 # ``sys.exc_info()`` and the next clean end of a stream raised it again, a relist where the
 # source resumes (the docstring's last paragraph).
@@ -92,8 +98,10 @@ MODULES: tuple[str, ...] = (
     "everynode.controllers.daemonset.placement",
     "everynode.controllers.daemonset.status",
     "everynode.controllers.daemonset.update",
+    "everynode.kubelet.nodeagent",
     "everynode.kubelet.podlifecycle",
     "everynode.kubelet.podstatus",
+    "everynode.kubelet.simulator",
     "everynode.scheduler.cache",
     "everynode.scheduler.cycle",
     "everynode.scheduler.filters",
@@ -102,9 +110,12 @@ MODULES: tuple[str, ...] = (
     "everynode.scheduler.podinfo",
     "everynode.scheduler.preemption",
     "everynode.scheduler.queue",
+    "everynode.scheduler.scheduler",
     "everynode.scheduler.scoring",
     "everynode.scheduler.topologyspread",
     "everynode.storage.canonical",
+    "everynode.storage.memory",
+    "everynode.storage.sqlite",
     "everynode.storage.watch",
 )
 

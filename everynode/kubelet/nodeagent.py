@@ -442,11 +442,16 @@ class NodeAgent:
         """``backoffEnsureLease``: create the Lease, or renew the one someone else created."""
         lease = self._renewed({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                                "metadata": {"name": ns.name, "namespace": LEASE_NAMESPACE}}, ns, now)
+        created: Obj | None = None
         try:
-            ns.lease = await self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
+            created = await self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE)
         except ApiError as e:
             if e.code != 409:
                 raise
+        # (Renewing someone else's Lease is awaited after the handler, not in it: compiled.py.)
+        if created is not None:
+            ns.lease = created
+        else:
             existing = await self._get_lease(ns)
             if existing is None:  # deleted again in between: next heartbeat creates it
                 return

@@ -58,6 +58,10 @@ class KubeletSimulator(ControllerLifecycle):
         self.informers = informers if informers is not None else SharedInformerFactory(client)
         self.recorder = recorder if recorder is not None else EventRecorder(client, component="kubelet", clock=clock)
         self.modelled = heartbeats == "modelled"
+        # A writer hands the loop over after this many queue items (nodeagent.YIELD_EVERY); an
+        # attribute, not the module constant, so that a test can shorten it on one simulation
+        # (a compiled caller would not see the module's global replaced).
+        self.yield_every = YIELD_EVERY
         self._wake = asyncio.Event()
         self.agent = NodeAgent(client, clock=clock, wake=self._wake.set, lease_duration=lease_duration,
                                heartbeat_interval=heartbeat_interval, status_report_interval=status_report_interval,
@@ -97,7 +101,7 @@ class KubeletSimulator(ControllerLifecycle):
         turns = 0
         while True:
             turns += 1
-            if turns % YIELD_EVERY == 0:
+            if turns % self.yield_every == 0:
                 await asyncio.sleep(0)
             if agent.to_adopt:
                 await agent.adopt_next()

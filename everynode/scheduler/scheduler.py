@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from everynode.api import registry
@@ -95,6 +95,30 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None = None
         return num_all_nodes
     n = num_all_nodes * percentage // 100
     return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def spread_selector(pi: PodInfo, services: Iterable[Obj],
+                    controller: Callable[[str, str, str], Obj | None]) -> LabelSelector:
+    """Upstream ``helper.DefaultSelector``: the selectors of the Services selecting the pod
+    (``services``: those of its namespace) and of its ReplicaSet / StatefulSet /
+    ReplicationController (``controller(resource, namespace, name)``, None when unknown), merged.
+    A function of its inputs, apart from the scheduler's informers, so that it can be checked on
+    objects alone (the scheduler is compiled: its attributes take real informers only)."""
+    owner: LabelSelector | dict[str, str] | None = None
+    ref = pi.controller_ref
+    if ref is not None:
+        resource = _SPREAD_OWNERS.get((ref.get("apiVersion") or "", ref.get("kind") or ""))
+        obj = controller(resource, pi.namespace, ref.get("name") or "") if resource is not None else None
+        if obj is not None:
+            selector = (obj.get("spec") or {}).get("selector")
+            if resource == "replicationcontrollers":
+                owner = selector or None
+            else:
+                try:
+                    owner = label_selector_from_dict(selector)
+                except SelectorError:
+                    owner = None
+    return default_spread_selector(pi.labels, ((svc.get("spec") or {}).get("selector") for svc in services), owner)
 
 
 class Diagnosis:
@@ -214,27 +238,15 @@ class Scheduler(ControllerLifecycle):
         self.cache.remove_namespace((ns.get("metadata") or {}).get("name") or "")
 
     def default_spread_selector(self, pi: PodInfo) -> LabelSelector:
-        """Upstream ``helper.DefaultSelector``: the selectors of the Services selecting the pod
-        and of its ReplicaSet / StatefulSet / ReplicationController, merged."""
+        """Upstream ``helper.DefaultSelector`` (:func:`spread_selector`) over the informers'
+        Services and controllers."""
         services = (self._service_informer.by_index(NAMESPACE_INDEX, pi.namespace)
                     if self._service_informer is not None else [])
-        owner: LabelSelector | dict[str, str] | None = None
-        ref = pi.controller_ref
-        if ref is not None:
-            resource = _SPREAD_OWNERS.get((ref.get("apiVersion") or "", ref.get("kind") or ""))
-            inf = self._owner_informers.get(resource) if resource is not None else None
-            obj = inf.get_by_name(pi.namespace, ref.get("name") or "") if inf is not None else None
-            if obj is not None:
-                selector = (obj.get("spec") or {}).get("selector")
-                if resource == "replicationcontrollers":
-                    owner = selector or None
-                else:
-                    try:
-                        owner = label_selector_from_dict(selector)
-                    except SelectorError:
-                        owner = None
-        return default_spread_selector(pi.labels, ((svc.get("spec") or {}).get("selector") for svc in services),
-                                       owner)
+        return spread_selector(pi, services, self._controller)
+
+    def _controller(self, resource: str, namespace: str, name: str) -> Obj | None:
+        inf = self._owner_informers.get(resource)
+        return inf.get_by_name(namespace, name) if inf is not None else None
 
     def _on_pod_add(self, pod: Obj) -> None:
         self._pod_upsert(pod, None)

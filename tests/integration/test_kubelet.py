@@ -157,15 +157,13 @@ def test_each_node_is_adopted_once() -> None:
     run_virtual(main())
 
 
-def test_writers_hand_the_loop_over_during_a_long_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """In-process writes never suspend, so a writer yields every YIELD_EVERY queue items:
+def test_writers_hand_the_loop_over_during_a_long_queue() -> None:
+    """In-process writes never suspend, so a writer yields every ``yield_every`` queue items:
     other tasks (the informers, the API server) run while a long queue is worked off."""
-    from everynode.kubelet import simulator
-
-    monkeypatch.setattr(simulator, "YIELD_EVERY", 4)
 
     async def main() -> None:
         async with Cluster() as c:
+            c.kubelet.yield_every = 4
             seen: list[int] = []
 
             async def probe() -> None:

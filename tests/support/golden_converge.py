@@ -91,44 +91,42 @@ def _daemonset() -> dict[str, Any]:
 
 async def _converge(lines: list[bytes]) -> None:
     from everynode.product.cluster import Cluster
-    from everynode.storage.watch import WatchHub
+    from everynode.storage.watch import StoreWatcher
 
-    publish = WatchHub.publish
-
-    resources: set[str] = set()
-
-    def recording(hub: WatchHub, event: Any) -> None:
-        resources.add(event.resource)
-        lines.append(orjson.dumps([event.type, event.resource, event.rv, event.object]))
-        publish(hub, event)
-
-    WatchHub.publish = recording  # type: ignore[method-assign]
-    try:
-        # The root-CA publisher's ConfigMaps hold a CA generated at start (fresh key, wall-clock
-        # validity): not repeatable, and no part of the write path this records.  Without them
-        # the kube-api-access volume could never mount (the kubelet waits for kube-root-ca.crt),
-        # so ServiceAccount admission — on only with the ServiceAccount controller — stays off
-        # too; tests/integration/test_serviceaccounts.py covers that path.
-        cluster = Cluster(nodes=NODES, control_planes=0, pod_startup=1.0, virtual_time=True,
-                          disable=("root-ca-publisher", "serviceaccount"))
-        async with cluster:
-            assert cluster.plane is not None and cluster.plane.client is not None
-            client = cluster.plane.client
-            await client.create("daemonsets.apps", _daemonset())
-            await _settled(client, generation=1)
-            # Then a rolling update (the `plan` engine's path): a strategic merge patch of the
-            # template, old pods deleted and new ones created, bound and Ready node by node.
-            await client.patch("daemonsets.apps", NAME, {"spec": {"template": {"spec": {"containers": [
-                {"name": "agent", "image": "registry.example/agent:2"}]}}}}, namespace=NS, patch_type="strategic")
-            await _settled(client, generation=2)
-            lines.append(b'"final objects"')
-            store = cluster.plane.store
-            assert store is not None
-            for resource in sorted(resources):
-                for obj in store.list(resource).items:
-                    lines.append(orjson.dumps([resource, obj]))
-    finally:
-        WatchHub.publish = publish  # type: ignore[method-assign]
+    # The root-CA publisher's ConfigMaps hold a CA generated at start (fresh key, wall-clock
+    # validity): not repeatable, and no part of the write path this records.  Without them
+    # the kube-api-access volume could never mount (the kubelet waits for kube-root-ca.crt),
+    # so ServiceAccount admission — on only with the ServiceAccount controller — stays off
+    # too; tests/integration/test_serviceaccounts.py covers that path.
+    cluster = Cluster(nodes=NODES, control_planes=0, pod_startup=1.0, virtual_time=True,
+                      disable=("root-ca-publisher", "serviceaccount"))
+    async with cluster:
+        assert cluster.plane is not None and cluster.plane.client is not None
+        store = cluster.plane.store
+        assert store is not None
+        # Every event the store publishes, in order: a watch of all resources from the first
+        # (the start's few writes are still in the history window).  Nobody waits on it, so it
+        # wakes no task and the run is the same as without it; it is read once, at the end.
+        # (A watch, not a wrapper of the hub's publish: the store calls that from compiled code.)
+        events = store.watch("*", since_rv=0)
+        assert isinstance(events, StoreWatcher)
+        client = cluster.plane.client
+        await client.create("daemonsets.apps", _daemonset())
+        await _settled(client, generation=1)
+        # Then a rolling update (the `plan` engine's path): a strategic merge patch of the
+        # template, old pods deleted and new ones created, bound and Ready node by node.
+        await client.patch("daemonsets.apps", NAME, {"spec": {"template": {"spec": {"containers": [
+            {"name": "agent", "image": "registry.example/agent:2"}]}}}}, namespace=NS, patch_type="strategic")
+        await _settled(client, generation=2)
+        resources: set[str] = set()
+        for event in events.drain():
+            resources.add(event.resource)
+            lines.append(orjson.dumps([event.type, event.resource, event.rv, event.object]))
+        events.stop()
+        lines.append(b'"final objects"')
+        for resource in sorted(resources):
+            for obj in store.list(resource).items:
+                lines.append(orjson.dumps([resource, obj]))
 
 
 async def _settled(client: Any, *, generation: int) -> None:

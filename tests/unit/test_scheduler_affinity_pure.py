@@ -18,7 +18,7 @@ from everynode.api.podaffinity import (
     compile_spread_constraints,
     default_spread_selector,
 )
-from everynode.api.selectors import label_selector_from_dict
+from everynode.api.selectors import LabelSelector, label_selector_from_dict
 from everynode.scheduler.cache import SchedulerCache
 from everynode.scheduler.cycle import prefilter
 from everynode.scheduler.filters import (
@@ -390,43 +390,29 @@ def test_system_default_constraints_are_upstreams() -> None:
         (LABEL_HOSTNAME, 3, "ScheduleAnyway"), (LABEL_ZONE, 5, "ScheduleAnyway")]
 
 
-class _Lister:
-    """Stands in for an informer: ``get_by_name`` and the namespace index."""
-
-    def __init__(self, *objs: Obj) -> None:
-        self.objs = objs
-
-    def get_by_name(self, namespace: str, name: str) -> Obj | None:
-        for o in self.objs:
-            if o["metadata"]["name"] == name and o["metadata"].get("namespace") == namespace:
-                return o
-        return None
-
-    def by_index(self, index: str, value: str) -> list[Obj]:
-        return [o for o in self.objs if o["metadata"].get("namespace") == value]
-
-
 def test_scheduler_default_selector_reads_services_and_the_controller() -> None:
-    from everynode.scheduler.scheduler import Scheduler
+    from everynode.scheduler.scheduler import spread_selector
 
-    s = Scheduler.__new__(Scheduler)
     svc = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": {"app": "web"}}}
     other = {"metadata": {"name": "db", "namespace": "default"}, "spec": {"selector": {"app": "db"}}}
     rs = {"metadata": {"name": "web-1", "namespace": "default"},
           "spec": {"selector": {"matchLabels": {"app": "web", "pod-template-hash": "1"}}}}
     rc = {"metadata": {"name": "legacy", "namespace": "default"}, "spec": {"selector": {"tier": "old"}}}
-    s._service_informer = _Lister(svc, other)  # type: ignore[assignment]
-    s._owner_informers = {"replicasets.apps": _Lister(rs), "replicationcontrollers": _Lister(rc)}  # type: ignore[dict-item]
+    controllers = {("replicasets.apps", "default", "web-1"): rs, ("replicationcontrollers", "default", "legacy"): rc}
+
+    def selector(p: PodInfo) -> LabelSelector:
+        return spread_selector(p, [svc, other], lambda *key: controllers.get(key))
+
     labels = {"app": "web", "pod-template-hash": "1", "tier": "old"}
     owned = pod("w", labels=labels, owner={"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
                                            "uid": "u", "controller": True})
-    sel = s.default_spread_selector(owned)
+    sel = selector(owned)
     assert sel.matches(labels) and not sel.matches({"app": "web", "pod-template-hash": "2"})
-    by_rc = s.default_spread_selector(pod("r", labels=labels, owner={
+    by_rc = selector(pod("r", labels=labels, owner={
         "apiVersion": "v1", "kind": "ReplicationController", "name": "legacy", "uid": "u", "controller": True}))
     assert by_rc.matches(labels) and not by_rc.matches({"app": "web"})
     # A DaemonSet owner contributes nothing; the Service still selects the pod.
     ds_owned = pod("d", labels={"app": "web"}, owner={"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "x",
                                                       "uid": "u", "controller": True})
-    assert str(s.default_spread_selector(ds_owned)) == "app=web"
-    assert s.default_spread_selector(pod("lonely", labels={"app": "batch"})).empty
+    assert str(selector(ds_owned)) == "app=web"
+    assert selector(pod("lonely", labels={"app": "batch"})).empty

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -599,20 +600,22 @@ async def test_sqlite_pending_write_is_invisible_until_committed(tmp_path, fsync
         await store.close()
 
 
-async def test_sqlite_failed_commit_fails_the_writes_and_rewinds(tmp_path, monkeypatch) -> None:
+def _deny_writes(action: int, *_: object) -> int:
+    """A SQLite authorizer under which every row write fails (as on a full disk), at commit."""
+    writes = (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE)
+    return sqlite3.SQLITE_DENY if action in writes else sqlite3.SQLITE_OK
+
+
+async def test_sqlite_failed_commit_fails_the_writes_and_rewinds(tmp_path) -> None:
     store = SqliteStore(tmp_path / "s.db")
     try:
         await store.create("pods", obj("a"))
         watch = store.watch("pods")
-        real_write = store._write
-
-        def failing(events: list[WatchEvent]) -> None:
-            monkeypatch.setattr(store, "_write", real_write)
-            raise OSError("disk full")
-
-        monkeypatch.setattr(store, "_write", failing)
+        # (The store is compiled: its methods cannot be replaced, its connection can refuse.)
+        store._conn.set_authorizer(_deny_writes)
         results = await asyncio.gather(store.create("pods", obj("b")), store.update("pods", obj("a")),
                                        return_exceptions=True)
+        store._conn.set_authorizer(None)
         assert all(isinstance(r, StorageError) for r in results)
         assert store.get("pods", "default", "b") is None and store.current_rv() == 1
         assert watch.pending() == 0
