@@ -584,8 +584,9 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # sharing tables made every update serialise and hash them, in
                                 # tables too big for the CPU's caches.  The loaded objects and
                                 # the created pods are shared as always; the rest is kept as
-                                # written (measured in #15's note: the rollout ~15% faster, the
-                                # process's peak memory ~10% larger).
+                                # written.  Measured (one sitting, 5,000 nodes): the rollout
+                                # 4% faster at maxUnavailable 10%, 8–10% at 1 (2,000 nodes), for
+                                # +36 MB (+6%) of peak memory.
                                 share_updates=False)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
