@@ -499,18 +499,27 @@ class Informer:
 
 class SharedInformerFactory:
     """One informer per (resource, namespace, label selector, field selector), shared by every
-    component in the process (DESIGN.md: one informer per kind, not one watch per consumer)."""
+    component in the process (DESIGN.md: one informer per kind, not one watch per consumer).
+
+    ``namespace`` scopes the factory as client-go's ``WithNamespace`` does: an informer of a
+    namespaced resource asked for without a namespace watches that one only (``everynode
+    controller --namespace``); cluster-scoped resources are watched whole.  An option rather than
+    a subclass: this module is compiled, and a compiled class has no interpreted subclasses."""
 
     def __init__(self, client: Client, *, resync_period: float | None = None,
-                 page_size: int = DEFAULT_PAGE_SIZE) -> None:
+                 page_size: int = DEFAULT_PAGE_SIZE, namespace: str | None = None) -> None:
         self.client = client
         self.resync_period = resync_period
         self.page_size = page_size
+        self.namespace = namespace
         self._informers: dict[tuple[str, str | None, str | None, str | None], Informer] = {}
 
     def informer(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
                  field_selector: str | None = None, indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
-        key = (lookup_resource(resource).key, namespace or None, label_selector or None, field_selector or None)
+        rt = lookup_resource(resource)
+        if namespace is None and self.namespace is not None and rt.namespaced:
+            namespace = self.namespace
+        key = (rt.key, namespace or None, label_selector or None, field_selector or None)
         inf = self._informers.get(key)
         if inf is None:
             inf = Informer(self.client, resource, namespace=namespace, label_selector=label_selector,

@@ -43,10 +43,9 @@ from typing import Any
 import click
 
 from everynode.api.errors import ApiError
-from everynode.api.registry import resource as registered_resource
 from everynode.client.base import Client
 from everynode.client.http import HttpClient
-from everynode.client.informer import Informer, SharedInformerFactory
+from everynode.client.informer import SharedInformerFactory
 from everynode.client.leaderelection import LEASES, LeaderElector
 from everynode.clock import Clock
 from everynode.controllers.daemonset.controller import DaemonSetController
@@ -74,19 +73,6 @@ class ControllerOptions:
     renew_deadline: float = DEFAULT_RENEW_DEADLINE
     retry_period: float = DEFAULT_RETRY_PERIOD
     identity: str | None = None
-
-
-class NamespacedInformerFactory(SharedInformerFactory):
-    """An informer factory whose informers of namespaced resources watch one namespace only."""
-
-    def __init__(self, client: Client, *, namespace: str, **kwargs: Any) -> None:
-        super().__init__(client, **kwargs)
-        self.namespace = namespace
-
-    def informer(self, resource: str, *, namespace: str | None = None, **kwargs: Any) -> Informer:
-        if namespace is None and registered_resource(resource).namespaced:
-            namespace = self.namespace
-        return super().informer(resource, namespace=namespace, **kwargs)
 
 
 def default_identity() -> str:
@@ -182,8 +168,7 @@ async def _run_unelected(client: Client, options: ControllerOptions, stop: async
 
 
 async def _run_controller_until_cancelled(client: Client, options: ControllerOptions) -> None:
-    factory = (NamespacedInformerFactory(client, namespace=options.namespace) if options.namespace
-               else SharedInformerFactory(client))
+    factory = SharedInformerFactory(client, namespace=options.namespace)
     controller = DaemonSetController(client, clock=Clock(), workers=options.workers, informers=factory)
     try:
         await controller.run_until_stopped()

@@ -106,6 +106,47 @@ def test_no_listed_module_awaits_in_finally_or_except() -> None:
     assert offences == []
 
 
+def _compiled_classes() -> dict[str, set[str]]:
+    """Module -> the classes it defines at its top level, for every listed module."""
+    out: dict[str, set[str]] = {}
+    for module in compiled.MODULES:
+        tree = ast.parse(compiled.source_path(module).read_text())
+        out[module] = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    return out
+
+
+def test_no_source_class_subclasses_a_compiled_one() -> None:
+    """Compiled, a listed module's class refuses interpreted subclasses (instantiating one raises
+    ``TypeError: interpreted classes cannot inherit from compiled``): the classes of modules left
+    as source, and of the tests, do not derive from one (a listed module's own may)."""
+    classes = _compiled_classes()
+    offences = []
+    for path in sorted([*(ROOT / "everynode").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]):
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        if dotted in classes:
+            continue
+        tree = ast.parse(path.read_text())
+        imported: dict[str, str] = {}  # local name -> "module.Class" of a compiled class
+        modules: dict[str, str] = {}  # local name -> a listed module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    if alias.name in classes.get(node.module, ()):
+                        imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in classes:
+                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id in imported:
+                    offences.append(f"{dotted}.{node.name}({imported[base.id]})")
+                elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) \
+                        and base.value.id in modules and base.attr in classes[modules[base.value.id]]:
+                    offences.append(f"{dotted}.{node.name}({modules[base.value.id]}.{base.attr})")
+    assert offences == []
+
+
 @pytest.mark.skipif(not os.environ.get("CI"), reason="outside CI the build is optional (no C compiler: sources)")
 def test_ci_runs_the_compiled_build() -> None:
     assert everynode.BUILD == "fresh", "scripts/test.sh compiles the hot modules before the tests"
