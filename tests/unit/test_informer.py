@@ -422,6 +422,18 @@ async def test_shared_factory_shares_informers():
     assert not a.started
 
 
+def test_a_namespaced_factory_scopes_namespaced_resources_only():
+    """``namespace`` (client-go's WithNamespace, ``everynode controller --namespace``): a
+    namespaced resource asked for without a namespace is watched in that one; a cluster-scoped
+    resource whole; an explicit namespace is kept."""
+    factory = SharedInformerFactory(FakeClient(), namespace="team-a")
+    assert factory.informer("daemonsets.apps").namespace == "team-a"
+    assert factory.informer("pods") is factory.informer("pods", namespace="team-a")
+    assert factory.informer("nodes").namespace is None
+    assert factory.informer("pods", namespace="other").namespace == "other"
+    assert SharedInformerFactory(FakeClient()).informer("pods").namespace is None
+
+
 @pytest.mark.parametrize(("ops", "expected"), [
     ([("+", "a")], "a"),  # one key: kept as a plain str
     ([("+", "a"), ("+", "a")], "a"),
