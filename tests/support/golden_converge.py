@@ -42,25 +42,41 @@ NS = "default"
 NAME = "agent"
 
 
-class _SeededChoice:
-    """Stands in for the ``secrets`` module where names get their random suffix."""
+class _SeededChoices(random.Random):
+    """Stands in for ``meta.suffix_source``: draws a suffix one ``choice`` per character, the
+    sequence the recording was made with (it drew through ``secrets.choice`` then)."""
 
     def __init__(self, rng: random.Random) -> None:
+        super().__init__()
         self._rng = rng
 
-    def choice(self, seq: Any) -> Any:
-        return self._rng.choice(seq)
+    def choices(self, population: Any, weights: Any = None, *, cum_weights: Any = None, k: int = 1) -> list[Any]:
+        return [self._rng.choice(population) for _ in range(k)]
+
+
+@contextmanager
+def seeded_draws(rng: random.Random) -> Iterator[None]:
+    """Uids and name suffixes drawn from ``rng``, in the order the recording drew them."""
+    from everynode.api import meta
+
+    real_uuid4, real_source, real_new_uid = uuid.uuid4, meta.suffix_source, meta.new_uid
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
+    meta.suffix_source = _SeededChoices(rng)
+    meta.new_uid = lambda: str(uuid.uuid4())  # the seeded uuid4 above
+    try:
+        yield
+    finally:
+        uuid.uuid4 = real_uuid4  # type: ignore[assignment]
+        meta.suffix_source = real_source
+        meta.new_uid = real_new_uid
 
 
 @contextmanager
 def _seeded(seed: int = 16) -> Iterator[None]:
-    from everynode.api import meta, rbac_bootstrap
+    from everynode.api import rbac_bootstrap
 
     random.seed(seed)
     rng = random.Random(seed)
-    real_uuid4, real_secrets = uuid.uuid4, meta.secrets
-    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
-    meta.secrets = _SeededChoice(rng)  # type: ignore[assignment]
     # The recording predates the seeded RBAC bootstrap policy; seeding it would draw uids and
     # resourceVersions before the converge and shift every byte after it, so the recorder's
     # server starts without it (the policy has its own tests; this one is about the write path).
@@ -68,10 +84,9 @@ def _seeded(seed: int = 16) -> Iterator[None]:
     rbac_bootstrap.cluster_roles = lambda *, aggregated=False: []  # type: ignore[assignment]
     rbac_bootstrap.cluster_role_bindings = lambda: []  # type: ignore[assignment]
     try:
-        yield
+        with seeded_draws(rng):
+            yield
     finally:
-        uuid.uuid4 = real_uuid4  # type: ignore[assignment]
-        meta.secrets = real_secrets
         rbac_bootstrap.cluster_roles = real_roles  # type: ignore[assignment]
         rbac_bootstrap.cluster_role_bindings = real_bindings  # type: ignore[assignment]
 

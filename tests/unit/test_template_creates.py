@@ -9,7 +9,6 @@ The served run must have used the shortcut, or the comparison would prove nothin
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,14 +16,13 @@ from typing import Any
 import orjson
 import pytest
 
-from everynode.api import meta
 from everynode.api.errors import ApiError
 from everynode.api.registry import resource
 from everynode.apiserver.registry import templates
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
 from everynode.storage.memory import MemoryStore
-from tests.support.golden_converge import _SeededChoice
+from tests.support.golden_converge import seeded_draws
 
 PODS = resource("pods")
 NAMESPACES = resource("namespaces")
@@ -42,9 +40,7 @@ class FixedClock(Clock):
 @contextmanager
 def _seeded(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     rng = random.Random(7)
-    with monkeypatch.context() as m:
-        m.setattr(uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
-        m.setattr(meta, "secrets", _SeededChoice(rng))
+    with seeded_draws(rng):
         yield
 
 

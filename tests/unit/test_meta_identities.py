@@ -1,0 +1,37 @@
+"""Generated uids and name suffixes (api/meta.py): the shapes upstream gives them."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from everynode.api import meta
+
+UUID4_TEXT = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def test_a_uid_is_a_random_rfc4122_version_4_uuid_in_canonical_text() -> None:
+    uids = [meta.new_uid() for _ in range(2000)]
+    assert all(UUID4_TEXT.match(u) for u in uids), [u for u in uids if not UUID4_TEXT.match(u)][:3]
+    parsed = [uuid.UUID(u) for u in uids]
+    assert {(p.version, p.variant) for p in parsed} == {(4, uuid.RFC_4122)}
+    assert all(str(p) == u for p, u in zip(parsed, uids, strict=True))  # canonical form, round trip
+    assert len(set(uids)) == len(uids)
+    # every variant nibble and every hex digit elsewhere occur: the bits are really random
+    assert {u[19] for u in uids} == set("89ab")
+    assert set("".join(u.replace("-", "") for u in uids)) == set("0123456789abcdef")
+
+
+def test_a_name_suffix_is_drawn_from_upstreams_alphabet() -> None:
+    suffixes = [meta.random_suffix() for _ in range(2000)]
+    assert {len(s) for s in suffixes} == {meta.RANDOM_LENGTH}
+    assert set("".join(suffixes)) == set(meta.NAME_ALPHABET)  # all of it, nothing else
+    assert len(set(suffixes)) > 1990  # 27**5 ≈ 14 million: a few collisions at most
+    assert len(meta.random_suffix(3)) == 3
+
+
+def test_generate_name_cuts_the_base_to_58_characters() -> None:
+    name = meta.generate_name("x" * 80)
+    assert len(name) == meta.MAX_GENERATED_NAME_LENGTH
+    assert name.startswith("x" * 58) and not set(name[58:]) & {"x"}
+    assert meta.generate_name("agent-").startswith("agent-") and len(meta.generate_name("agent-")) == 11
