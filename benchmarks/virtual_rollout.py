@@ -28,7 +28,7 @@ import logging
 import resource
 from typing import Any
 
-from everynode.product.cli import GC_THRESHOLDS
+from everynode.product.collector import GC_THRESHOLDS
 from everynode.product.virtual_rollout import virtual_rollout
 from everynode.virtualtime import run_virtual
 

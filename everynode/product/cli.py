@@ -23,18 +23,12 @@ def _configure_logging(verbosity: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-# CPython's cyclic collector re-traverses every tracked object each time enough allocations
-# pile up (gen 0 every 700, a full pass every 100 gen-0 passes): a control plane holds millions
-# of long-lived, acyclic dicts, so the default pace spends ~20% of the converge CPU re-walking
-# them.  Collecting ~70× less often keeps young cycles (futures, tracebacks) bounded while the
-# refcounts free everything else at once, as always.  Only for our own processes (`up` and
-# `bench`), never for an embedding program (`everynode.Cluster`).
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
 def _run(coro: Coroutine[Any, Any, None]) -> None:
+    """Run a long-lived command (``up``, ``bench``) at the collector's pace for our own
+    processes (collector.py)."""
     import gc  # noqa: PLC0415
 
+    from everynode.product.collector import GC_THRESHOLDS  # noqa: PLC0415
     from everynode.product.connect import run_event_loop  # noqa: PLC0415
 
     gc.set_threshold(*GC_THRESHOLDS)

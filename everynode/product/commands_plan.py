@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from everynode.product.collector import own_pace
 from everynode.product.connect import fail, kubeconfig_option, run_with_client, stdout_console
 
 if TYPE_CHECKING:
@@ -104,20 +105,23 @@ def plan_command(change: Path, from_dump: Path | None, kubeconfig: Path | None, 
         raise click.UsageError("--add-nodes and --like go together")
     options = PlanOptions(pod_startup=pod_startup, node_failures=node_failures, seed=seed, add_nodes=add_nodes,
                           like=like, trace=trace is not None)
-    if from_dump is not None:
-        from everynode.product.clusterdump import DumpError, load_dump
+    # Our own process: the collector's pace of `up` and `bench` (collector.py), for the dump's
+    # parse and the simulation alike.
+    with own_pace():
+        if from_dump is not None:
+            from everynode.product.clusterdump import DumpError, load_dump
 
-        try:
-            objects = load_dump(from_dump)
-        except DumpError as e:
-            fail(f"error: {e}")
-        sys.exit(run_and_print(objects, change, options, output=output, trace=trace))
+            try:
+                objects = load_dump(from_dump)
+            except DumpError as e:
+                fail(f"error: {e}")
+            sys.exit(run_and_print(objects, change, options, output=output, trace=trace))
 
-    async def run(client: Client) -> int:
-        from everynode.product.clusterdump import read_live
+        async def run(client: Client) -> int:
+            from everynode.product.clusterdump import read_live
 
-        objects = await read_live(client)
-        # The simulation runs on its own virtual-time loop: in a thread, beside this one.
-        return await asyncio.to_thread(run_and_print, objects, change, options, output=output, trace=trace)
+            objects = await read_live(client)
+            # The simulation runs on its own virtual-time loop: in a thread, beside this one.
+            return await asyncio.to_thread(run_and_print, objects, change, options, output=output, trace=trace)
 
-    run_with_client(kubeconfig, run)
+        run_with_client(kubeconfig, run)

@@ -70,6 +70,7 @@ from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_
 from everynode.controllers.daemonset.placement import Placement
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
+from everynode.product.collector import frozen_heap
 from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
 from everynode.product.waiting import rolled_out
 from everynode.product.why import EVENT_REASONS, Explanation, explain
@@ -590,10 +591,15 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 share_updates=False)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
+    # The copy lives until the plan ends: what is loaded, then what starting it builds (informer
+    # caches, indexes), is taken out of the garbage collector's passes (collector.py).
+    heap = contextlib.ExitStack()
+    freeze = heap.enter_context(frozen_heap())
 
     async def seed(client: Any) -> None:
         phases.end("prepare")
         loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
+        freeze()
         phases.end("load")
 
     try:
@@ -602,9 +608,13 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
         except LoadError as e:
             raise PlanError(f"error: {e}") from None
         await asyncio.sleep(SETTLE_SECONDS)
+        freeze()
         yield Copy(plane, loaded_box[0])
     finally:
-        await plane.stop()
+        try:
+            await plane.stop()
+        finally:
+            heap.close()
 
 
 async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:

@@ -25,10 +25,12 @@ Without the host-port holder, worker-18 is Ready at 5S and the rollout completes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ import pytest
 import yaml
 
 from everynode.product.clusterdump import ClusterObjects, iter_objects
-from everynode.product.plan import PlanOptions, estimate_startup, plan, snapshot_time
+from everynode.product.plan import PlanError, PlanOptions, estimate_startup, plan, snapshot_time
 from everynode.virtualtime import run_virtual
 from tests.support import plan_cluster as pc
 
@@ -155,6 +157,38 @@ def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> 
     lean = traced(False, node_failures=2, seed=7)
     assert lean["answer"]["node_failures"] and lean["answer"]["blocked"]
     assert lean == traced(True, node_failures=2, seed=7)
+
+
+def test_the_copy_is_kept_out_of_the_collectors_passes_while_the_plan_runs(
+        objects: ClusterObjects, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loaded copy is frozen (collector.py) after the load and once started, and handed back
+    to the collector when the plan ends, failed or not."""
+    import gc
+
+    from everynode.product import plan as plan_module
+
+    counts: list[int] = []
+    real = plan_module.frozen_heap
+
+    @contextlib.contextmanager
+    def observed() -> Iterator[Callable[[], None]]:
+        with real() as freeze:
+            def counting() -> None:
+                freeze()
+                counts.append(gc.get_freeze_count())
+            yield counting
+
+    monkeypatch.setattr(plan_module, "frozen_heap", observed)
+    assert gc.get_freeze_count() == 0
+    result = plan(objects, pc.change(), PlanOptions(pod_startup=S))
+    assert result.preempted  # the plan ran through
+    assert len(counts) == 2 and 0 < counts[0] <= counts[1]  # the loaded copy, then the started one
+    assert gc.get_freeze_count() == 0
+    broken = pc.change()
+    broken["spec"]["template"]["spec"]["containers"][0]["image"] = ""  # refused: the plan fails
+    with pytest.raises(PlanError):
+        plan(objects, broken, PlanOptions(pod_startup=S))
+    assert gc.get_freeze_count() == 0
 
 
 def test_added_nodes_like_a_node_gain_a_pod(files: dict[str, Path]) -> None:
