@@ -14,8 +14,9 @@ suffix 12.1 → 3.0 µs, uid 5.1 → 1.5 µs):
 * uids stay 122 random bits from the OS (``uuid.New`` reads ``crypto/rand``), formatted as a
   version-4 UUID directly from the bytes' hex rather than through a ``uuid.UUID`` object.
 
-``plan`` and the golden converge replace :func:`random_suffix` and :func:`new_uid` with seeded
-ones (callers look them up here at call time), so their runs repeat exactly.
+``plan`` and the golden converge put a seeded generator in :data:`suffix_source` and a seeded
+:func:`new_uid` here (callers look both up here at call time, also those that imported
+:func:`random_suffix` itself), so their runs repeat exactly.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def deep_copy(obj: Any) -> Any:
     return orjson.loads(orjson.dumps(obj))
 
 
-# Where name suffixes are drawn from: seeded from os.urandom (module docstring); the golden
-# converge puts a seeded generator here (some callers bind random_suffix itself at import).
+# Where name suffixes are drawn from: seeded from os.urandom (module docstring); ``plan`` and the
+# golden converge put a seeded generator here.
 suffix_source: random.Random = random.Random()
 
 

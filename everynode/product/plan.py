@@ -202,21 +202,18 @@ def like_nodes(objects: ClusterObjects, like: str, count: int) -> list[Obj]:
 @contextlib.contextmanager
 def seeded_identities(seed: int) -> Iterator[None]:
     """Generated name suffixes and uids from a generator seeded with ``seed`` while the plan runs
-    (the API server draws them from ``everynode.api.meta``), so the same plan repeats exactly."""
+    (every caller draws them through ``everynode.api.meta``), so the same plan repeats exactly."""
     rng = random.Random(seed)
-    saved = apimeta.random_suffix, apimeta.new_uid
-
-    def suffix(n: int = apimeta.RANDOM_LENGTH) -> str:
-        return "".join(rng.choice(apimeta.NAME_ALPHABET) for _ in range(n))
+    saved = apimeta.suffix_source, apimeta.new_uid
 
     def uid() -> str:
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
-    apimeta.random_suffix, apimeta.new_uid = suffix, uid
+    apimeta.suffix_source, apimeta.new_uid = rng, uid
     try:
         yield
     finally:
-        apimeta.random_suffix, apimeta.new_uid = saved
+        apimeta.suffix_source, apimeta.new_uid = saved
 
 
 # ------------------------------------------------------------------------------------------ recorder

@@ -35,3 +35,20 @@ def test_generate_name_cuts_the_base_to_58_characters() -> None:
     assert len(name) == meta.MAX_GENERATED_NAME_LENGTH
     assert name.startswith("a" * 58) and not set(name[58:]) & {"a"}
     assert meta.generate_name("agent-").startswith("agent-") and len(meta.generate_name("agent-")) == 11
+
+
+def test_a_plans_seed_reaches_every_caller_of_random_suffix() -> None:
+    """``plan`` seeds ``meta.suffix_source``, not one function: a module that imported
+    ``random_suffix`` itself (the Event recorder, for a fresh Event's name) repeats too."""
+    from everynode.client import events
+    from everynode.product.plan import seeded_identities
+
+    def draws() -> tuple[list[str], str, str]:
+        with seeded_identities(11):
+            return [events.random_suffix(3) for _ in range(8)], meta.generate_name("agent-"), meta.new_uid()
+
+    original = meta.suffix_source, meta.new_uid
+    first = draws()
+    assert draws() == first
+    assert UUID4_TEXT.match(first[2])
+    assert (meta.suffix_source, meta.new_uid) == original  # unseeded again after the plan
