@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
-import gc
 import json
 import logging
 import resource
 from typing import Any
 
-from everynode.product.collector import GC_THRESHOLDS
+from everynode.product.collector import own_pace
 from everynode.product.virtual_rollout import virtual_rollout
 from everynode.virtualtime import run_virtual
 
@@ -50,7 +49,6 @@ def main() -> None:
                              "(1/5) scale with it, so a longer one means fewer heartbeat writes")
     parser.add_argument("--profile", default=None, help="write a cProfile of the rollout to this file")
     args = parser.parse_args()
-    gc.set_threshold(*GC_THRESHOLDS)  # as `everynode up` / `bench` (this is our own process)
     # At thousands of nodes the event recorders' bounded queues overflow during the initial burst
     # (by design: events are best-effort, as upstream's); count the drops instead of logging each.
     logging.getLogger("everynode.client.events").setLevel(logging.ERROR)
@@ -60,9 +58,10 @@ def main() -> None:
         if profile is not None:
             profile.enable() if started else profile.disable()
 
-    run = run_virtual(virtual_rollout(args.nodes, startup=args.startup, max_unavailable=args.max_unavailable,
-                                      max_steps=args.max_steps, grace=args.grace, heartbeats=args.heartbeats,
-                                      on_rollout=on_rollout))
+    with own_pace():  # as `everynode up` / `bench` (this is our own process)
+        run = run_virtual(virtual_rollout(args.nodes, startup=args.startup, max_unavailable=args.max_unavailable,
+                                          max_steps=args.max_steps, grace=args.grace, heartbeats=args.heartbeats,
+                                          on_rollout=on_rollout))
     if profile is not None:
         profile.dump_stats(args.profile)
     usage = resource.getrusage(resource.RUSAGE_SELF)

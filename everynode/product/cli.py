@@ -26,13 +26,11 @@ def _configure_logging(verbosity: int) -> None:
 def _run(coro: Coroutine[Any, Any, None]) -> None:
     """Run a long-lived command (``up``, ``bench``) at the collector's pace for our own
     processes (collector.py)."""
-    import gc  # noqa: PLC0415
-
-    from everynode.product.collector import GC_THRESHOLDS  # noqa: PLC0415
+    from everynode.product.collector import own_pace  # noqa: PLC0415
     from everynode.product.connect import run_event_loop  # noqa: PLC0415
 
-    gc.set_threshold(*GC_THRESHOLDS)
-    run_event_loop(coro)
+    with own_pace():
+        run_event_loop(coro)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

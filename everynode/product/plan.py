@@ -590,28 +590,24 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
     loaded_box: list[Any] = []
     # The copy lives until the plan ends: what is loaded, then what starting it builds (informer
     # caches, indexes), is taken out of the garbage collector's passes (collector.py).
-    heap = contextlib.ExitStack()
-    freeze = heap.enter_context(frozen_heap())
+    with frozen_heap() as freeze:
 
-    async def seed(client: Any) -> None:
-        phases.end("prepare")
-        loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
-        freeze()
-        phases.end("load")
+        async def seed(client: Any) -> None:
+            phases.end("prepare")
+            loaded_box.append(await load_snapshot(client, objects, namespaces=[namespace]))
+            freeze()
+            phases.end("load")
 
-    try:
         try:
-            await plane.start(seed=seed)
-        except LoadError as e:
-            raise PlanError(f"error: {e}") from None
-        await asyncio.sleep(SETTLE_SECONDS)
-        freeze()
-        yield Copy(plane, loaded_box[0])
-    finally:
-        try:
-            await plane.stop()
+            try:
+                await plane.start(seed=seed)
+            except LoadError as e:
+                raise PlanError(f"error: {e}") from None
+            await asyncio.sleep(SETTLE_SECONDS)
+            freeze()
+            yield Copy(plane, loaded_box[0])
         finally:
-            heap.close()
+            await plane.stop()
 
 
 async def simulate(objects: ClusterObjects, change: Obj, options: PlanOptions) -> PlanResult:
