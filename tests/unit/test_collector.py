@@ -23,19 +23,25 @@ def test_own_pace_holds_within_the_block_and_restores_the_callers_thresholds() -
         gc.set_threshold(*before)
 
 
+def _collected(obj: object) -> bool:
+    """Whether the collector's passes see ``obj`` (frozen objects are in none of its generations)."""
+    return any(o is obj for o in gc.get_objects())
+
+
 def test_frozen_objects_leave_the_collectors_passes_until_the_block_ends() -> None:
     assert gc.get_freeze_count() == 0
-    long_lived = [{"i": i} for i in range(1000)]
+    long_lived = [[i] for i in range(1000)]
     with frozen_heap() as freeze:
-        assert gc.get_freeze_count() == 0  # nothing frozen until asked
+        assert _collected(long_lived)  # nothing frozen until asked
         freeze()
         frozen = gc.get_freeze_count()
-        assert frozen >= len(long_lived)
+        assert not _collected(long_lived) and frozen >= len(long_lived)
         more = [[i] for i in range(500)]
+        assert _collected(more)
         freeze()  # what was built since joins them
-        assert gc.get_freeze_count() >= frozen + len(more)
+        assert not _collected(more) and gc.get_freeze_count() >= frozen + len(more)
     assert gc.get_freeze_count() == 0  # handed back to the collector
-    del long_lived, more
+    assert _collected(long_lived) and _collected(more)
 
 
 def test_frozen_heap_hands_back_even_when_the_block_fails() -> None:
