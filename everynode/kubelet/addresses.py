@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from everynode.memo import remember
+
 NODE_IP_BASE = int(ipaddress.IPv4Address("10.0.0.0")) + 2
 TEN = int(ipaddress.IPv4Address("10.0.0.0"))
 POD_SUBNETS = 65536 - 256  # /24s in 10.0.0.0/8 outside 10.0.0.0/16
@@ -28,7 +30,7 @@ LAST_POD_HOST = 254
 
 
 def node_ip(index: int) -> str:
-    return str(ipaddress.IPv4Address(NODE_IP_BASE + index))
+    return dotted(NODE_IP_BASE + index)
 
 
 def _subnet_number(index: int) -> int:
@@ -39,13 +41,33 @@ def _subnet_number(index: int) -> int:
 
 
 def pod_cidr(index: int) -> str:
-    base = TEN + _subnet_number(index) * 256
-    return f"{ipaddress.IPv4Address(base)}/24"
+    return f"{dotted(TEN + _subnet_number(index) * 256)}/24"
+
+
+# podCIDR -> its network address as an integer.  Every pod a kubelet starts takes an IP from its
+# node's CIDR; parsing the CIDR with ipaddress each time was most of the cost of a pod's IP.
+_NETWORKS: dict[str, int] = {}
+_NETWORKS_MAX = 65_536
+
+
+def _network(cidr: str) -> int:
+    base = _NETWORKS.get(cidr)
+    if base is None:
+        base = remember(_NETWORKS, cidr, int(ipaddress.IPv4Network(cidr, strict=False).network_address),
+                        limit=_NETWORKS_MAX)
+    return base
+
+
+def dotted(address: int) -> str:
+    """An IPv4 address (an integer) in dotted-quad form, as ``str(IPv4Address(address))``."""
+    return f"{address >> 24 & 255}.{address >> 16 & 255}.{address >> 8 & 255}.{address & 255}"
 
 
 def pod_ip(cidr: str, host: int) -> str:
-    net = ipaddress.IPv4Network(cidr, strict=False)
-    return str(net.network_address + host)
+    address = _network(cidr) + host
+    if address > 0xFFFFFFFF:
+        raise ipaddress.AddressValueError(f"{address} (>2**32) is not permitted as an IPv4 address")
+    return dotted(address)
 
 
 def host_of(cidr: str, ip: str) -> int | None:
