@@ -56,9 +56,19 @@ def generate_name(base: str) -> str:
     return base + random_suffix()
 
 
+def version4_uid(bits: int) -> str:
+    """The version-4, RFC 4122 variant UUID made of 128 random ``bits``, in its canonical text
+    form: ``str(uuid.UUID(int=bits, version=4))`` without building the object."""
+    return _version4(f"{bits & ((1 << 128) - 1):032x}")
+
+
 def new_uid() -> str:
     """A random (version 4, RFC 4122 variant) UUID in its canonical text form."""
-    h = os.urandom(16).hex()
+    return _version4(os.urandom(16).hex())
+
+
+def _version4(h: str) -> str:
+    """32 random hex digits as a version-4 UUID: the version nibble set, the variant bits forced."""
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 

@@ -54,7 +54,6 @@ import contextlib
 import random
 import statistics
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,7 +206,7 @@ def seeded_identities(seed: int) -> Iterator[None]:
     saved = apimeta.suffix_source, apimeta.new_uid
 
     def uid() -> str:
-        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        return apimeta.version4_uid(rng.getrandbits(128))
 
     apimeta.suffix_source, apimeta.new_uid = rng, uid
     try:

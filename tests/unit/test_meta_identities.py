@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
+
 from everynode.api import meta
 
 UUID4_TEXT = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -52,3 +54,8 @@ def test_a_plans_seed_reaches_every_caller_of_random_suffix() -> None:
     assert draws() == first
     assert UUID4_TEXT.match(first[2])
     assert (meta.suffix_source, meta.new_uid) == original  # unseeded again after the plan
+
+
+@pytest.mark.parametrize("bits", [0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF, 1 << 127, 0xC000 << 48])
+def test_a_seeded_uid_is_what_uuid_makes_of_the_same_bits(bits: int) -> None:
+    assert meta.version4_uid(bits) == str(uuid.UUID(int=bits, version=4))
