@@ -49,7 +49,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 # The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
-# object accessors), the DaemonSet controller's helpers, work queue, Event recorder and pod
+# object accessors), the DaemonSet controller's helpers and incremental state (its pod index and
+# the re-derivation of dirty nodes), work queue, Event recorder and pod
 # simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
 # infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
 # writers) and the stores (memory and SQLite: every write's apply and every read); no class here
@@ -94,6 +95,7 @@ MODULES: tuple[str, ...] = (
     "everynode.controllers.daemonset.adoption",
     "everynode.controllers.daemonset.budgets",
     "everynode.controllers.daemonset.daemonpods",
+    "everynode.controllers.daemonset.incremental",
     "everynode.controllers.daemonset.manage",
     "everynode.controllers.daemonset.placement",
     "everynode.controllers.daemonset.status",
