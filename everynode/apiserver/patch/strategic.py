@@ -259,8 +259,10 @@ def _has_directive(patch: dict[str, Any]) -> bool:
     """Whether a key of ``patch`` starts with ``$``.  The smallest key tells at C speed when
     none can (every other key sorts after it; ``$`` sorts before letters and digits), which is
     every map of a status write."""
+    if not patch:
+        return False
     try:
-        least = min(patch, default="~")
+        least = min(patch)  # (no ``default=``: a keyword sends min() through its slow argument parsing)
     except TypeError:  # keys that do not compare (not a JSON object): look at each
         least = None
     if type(least) is str and least[:1] > "$":

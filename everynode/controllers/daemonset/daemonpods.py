@@ -163,4 +163,6 @@ def sort_oldest_first(pods: Iterable[Obj]) -> list[Obj]:
 
 
 def oldest_pod(pods: Iterable[Obj]) -> Obj | None:
+    if isinstance(pods, list) and len(pods) < 2:  # a node's usual one pod: nothing to order
+        return pods[0] if pods else None
     return min(pods, key=oldest_first_key, default=None)
