@@ -34,7 +34,7 @@ follows the Go type: int32/int64 take integers in range only (Go's ``ParseInt`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -62,11 +62,14 @@ class TypeProblem:
     smd_path: str             # structured-merge-diff's path (".spec.template.spec.containers[name=\"c\"]")
 
 
-@dataclass(slots=True)
 class Findings:
-    unknown: list[str] = field(default_factory=list)       # dotted paths, strict decoder style
-    unknown_smd: list[str] = field(default_factory=list)   # the same, in structured-merge-diff's form
-    problems: list[TypeProblem] = field(default_factory=list)
+    """What a type check found (a plain class: one is made per write, and a dataclass's
+    ``__init__`` would run interpreted)."""
+
+    def __init__(self) -> None:
+        self.unknown: list[str] = []       # dotted paths, strict decoder style
+        self.unknown_smd: list[str] = []   # the same, in structured-merge-diff's form
+        self.problems: list[TypeProblem] = []
 
     def __bool__(self) -> bool:
         return bool(self.unknown or self.problems)

@@ -23,6 +23,10 @@ writes about 25 for it, and so do we, by reproducing ``client-go/tools/record/ev
    so a skipped event has still been counted by steps 1 and 2 (the next write that gets through
    carries the full count, as upstream).
 
+The small records here (a group, an observation, a token bucket, a verdict) are plain classes
+rather than dataclasses: compiled by mypyc, their constructors are native, where a dataclass's
+generated ``__init__`` runs interpreted — several per event, and a rollout records a few per pod.
+
 Every cache is an LRU of 4096 entries (``maxLruCacheEntries``); time is the recorder's injected
 clock, read once per event.  The trade-off is upstream's: after a burst an object's later events
 are silently lost for minutes, and from the tenth different message on, one "combined" Event
@@ -135,10 +139,10 @@ def _spam_key(component: str, host: str, ref: Obj) -> Key:
 # -- the three steps --------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Group:
-    messages: set[str]
-    last_seen: float
+    def __init__(self, messages: set[str], last_seen: float) -> None:
+        self.messages = messages
+        self.last_seen = last_seen
 
 
 def _unix_nano_suffix(now: float) -> str:
@@ -187,13 +191,13 @@ class EventAggregator:
         return combined, group_key
 
 
-@dataclass(slots=True)
 class Observation:
     """What the logger remembers of a written Event (client-go's ``eventLog``)."""
 
-    name: str
-    count: int
-    first_timestamp: str
+    def __init__(self, name: str, count: int, first_timestamp: str) -> None:
+        self.name = name
+        self.count = count
+        self.first_timestamp = first_timestamp
 
 
 class EventLogger:
@@ -221,10 +225,10 @@ class EventLogger:
         return event, patch, seen
 
 
-@dataclass(slots=True)
 class _TokenBucket:
-    tokens: float
-    last: float
+    def __init__(self, tokens: float, last: float) -> None:
+        self.tokens = tokens
+        self.last = last
 
 
 class SpamFilter:
@@ -248,14 +252,15 @@ class SpamFilter:
         return False
 
 
-@dataclass(slots=True)
 class Correlated:
     """The correlator's verdict: skip, or write ``event`` (create, or ``patch`` the existing one)."""
 
-    skip: bool
-    event: Obj | None = None
-    patch: Obj | None = None
-    observation: Observation | None = None
+    def __init__(self, *, skip: bool, event: Obj | None = None, patch: Obj | None = None,
+                 observation: Observation | None = None) -> None:
+        self.skip = skip
+        self.event = event
+        self.patch = patch
+        self.observation = observation
 
 
 class EventCorrelator:

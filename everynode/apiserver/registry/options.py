@@ -10,7 +10,6 @@ nothing else happens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api import errors
@@ -28,23 +27,30 @@ PATCH_TYPES = ("json", "merge", "strategic", "apply")
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 
-@dataclass(slots=True)
 class RequestOptions:
-    """Per-request options from the query string / headers (or the in-process caller)."""
+    """Per-request options from the query string / headers (or the in-process caller).
 
-    dry_run: bool = False
-    field_manager: str | None = None
-    field_validation: str | None = None  # "Strict" | "Warn" | "Ignore" | None (= server default, Warn)
-    force: bool = False  # server-side apply
-    user: str = "admin"
-    requester: UserInfo = ADMIN
-    """Who asks, as authentication and impersonation left it (the reviews answer for them)."""
-    user_agent: str = ""
-    warnings: list[str] = field(default_factory=list)  # filled by the service; sent as Warning headers
-    borrowed: bool = False
-    """The body is the caller's own, uncopied (the in-process client's status writes): it may
-    share containers with the caller and with the stored object, so the store copies what its
-    pipeline would change (generic.py ``_borrowed_copy``) instead of the client copying all."""
+    A plain class rather than a dataclass: every request makes one, and a dataclass's generated
+    ``__init__`` runs interpreted even where the class is compiled (this module is, compiled.py)."""
+
+    def __init__(self, *, dry_run: bool = False, field_manager: str | None = None,
+                 field_validation: str | None = None, force: bool = False, user: str = "admin",
+                 requester: UserInfo = ADMIN, user_agent: str = "", warnings: list[str] | None = None,
+                 borrowed: bool = False) -> None:
+        self.dry_run = dry_run
+        self.field_manager = field_manager
+        self.field_validation = field_validation  # "Strict" | "Warn" | "Ignore" | None (= server default, Warn)
+        self.force = force  # server-side apply
+        self.user = user
+        # Who asks, as authentication and impersonation left it (the reviews answer for them).
+        self.requester = requester
+        self.user_agent = user_agent
+        # Filled by the service; sent as Warning headers.
+        self.warnings: list[str] = [] if warnings is None else warnings
+        # The body is the caller's own, uncopied (the in-process client's status writes): it may
+        # share containers with the caller and with the stored object, so the store copies what
+        # its pipeline would change (generic.py ``_borrowed_copy``) instead of the client copying all.
+        self.borrowed = borrowed
 
 
 def options_invalid(kind: str, errs: list[fielderr.FieldError]) -> errors.ApiError:

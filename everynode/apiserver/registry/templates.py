@@ -65,13 +65,14 @@ Created = Callable[[Obj, Obj], None]
 _TEMPLATES_MAX = 512  # templates remembered per resource (one per controller revision in use)
 
 
-@dataclass(slots=True)
 class Plan:
-    """A create that may be answered from a template: its key and its own template fields."""
+    """A create that may be answered from a template: its key and its own template fields.
+    (A plain class: one is made per create, and a dataclass's ``__init__`` runs interpreted.)"""
 
-    key: tuple[Any, ...]
-    fields: dict[str, Any]  # the body's template fields (absent ones are not in it)
-    inputs: tuple[int, ...]  # Admission.create_inputs when the request came
+    def __init__(self, key: tuple[Any, ...], fields: dict[str, Any], inputs: tuple[int, ...]) -> None:
+        self.key = key
+        self.fields = fields  # the body's template fields (absent ones are not in it)
+        self.inputs = inputs  # Admission.create_inputs when the request came
 
 
 @dataclass(slots=True)

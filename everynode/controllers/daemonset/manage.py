@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.pod import is_pod_available, is_pod_ready
@@ -25,15 +24,19 @@ FAILED_DAEMON_POD = "FailedDaemonPod"
 SUCCEEDED_DAEMON_POD = "SucceededDaemonPod"
 
 
-@dataclass(slots=True)
 class NodeActions:
-    create: bool = False
-    delete: list[str] = field(default_factory=list)
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
-    requeue_after: float | None = None
-    # False while the node's state can change with time alone (backoff, a surge pair waiting for
-    # availability): the controller re-evaluates such nodes on every sync.
-    steady: bool = True
+    """What ``podsShouldBeOnNode`` decides for one node.  A plain class, not a dataclass: compiled,
+    its constructor is native (a dataclass's generated ``__init__`` runs interpreted, for every
+    node of every sync)."""
+
+    def __init__(self) -> None:
+        self.create = False
+        self.delete: list[str] = []
+        self.events: list[tuple[str, str, str]] = []  # (type, reason, message)
+        self.requeue_after: float | None = None
+        # False while the node's state can change with time alone (backoff, a surge pair waiting
+        # for availability): the controller re-evaluates such nodes on every sync.
+        self.steady = True
 
 
 def _name(pod: Obj) -> str:
