@@ -109,20 +109,29 @@ class LRU(Generic[K, V]):
 
 def event_key(event: Obj) -> Key:
     """The logger's key for an ordinary event: everything but timestamps and count."""
-    source, ref = event.get("source") or {}, event.get("involvedObject") or {}
-    return ("event", source.get("component", ""), source.get("host", ""), ref.get("kind", ""),
-            ref.get("namespace", ""), ref.get("name", ""), ref.get("fieldPath", ""), ref.get("uid", ""),
-            ref.get("apiVersion", ""), event.get("type", ""), event.get("reason", ""), event.get("message", ""))
+    source = event.get("source") or {}
+    return _event_key(source.get("component", ""), source.get("host", ""), event.get("involvedObject") or {},
+                      event.get("type", ""), event.get("reason", ""), event.get("message", ""))
+
+
+def _event_key(component: str, host: str, ref: Obj, type: str, reason: str, message: str) -> Key:
+    return ("event", component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+            ref.get("fieldPath", ""), ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, message)
 
 
 def aggregate_keys(event: Obj) -> tuple[Key, str]:
     """(group key, key within the group): events that differ only by message share a group."""
-    source, ref = event.get("source") or {}, event.get("involvedObject") or {}
-    return (("aggregate", source.get("component", ""), source.get("host", ""), ref.get("kind", ""),
-             ref.get("namespace", ""), ref.get("name", ""), ref.get("uid", ""), ref.get("apiVersion", ""),
-             event.get("type", ""), event.get("reason", ""), event.get("reportingComponent", ""),
-             event.get("reportingInstance", "")),
+    source = event.get("source") or {}
+    return (_group_key(source.get("component", ""), source.get("host", ""), event.get("involvedObject") or {},
+                       event.get("type", ""), event.get("reason", ""), event.get("reportingComponent", ""),
+                       event.get("reportingInstance", "")),
             event.get("message", ""))
+
+
+def _group_key(component: str, host: str, ref: Obj, type: str, reason: str, reporting_component: str,
+               reporting_instance: str) -> Key:
+    return ("aggregate", component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+            ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, reporting_component, reporting_instance)
 
 
 def spam_key(event: Obj) -> Key:
@@ -163,15 +172,8 @@ class EventAggregator:
     def aggregate(self, event: Obj, *, now: float) -> tuple[Obj, Key]:
         """The event to record (``event`` itself or a new aggregate event) and its correlation key."""
         group_key, message = aggregate_keys(event)
-        group = self._groups.get(group_key)
-        if group is None or now - group.last_seen > self.max_interval:
-            group = _Group(set(), now)
-        group.messages.add(message)
-        group.last_seen = now
-        self._groups.add(group_key, group)
-        if len(group.messages) < self.max_events:
+        if not self.fold(group_key, message, now=now):
             return event, event_key(event)
-        group.messages.pop()  # an arbitrary one, as upstream's PopAny
         ref = event["involvedObject"]
         stamp = format_rfc3339(now)
         combined: Obj = {
@@ -190,6 +192,23 @@ class EventAggregator:
         }
         return combined, group_key
 
+    def fold(self, group_key: Key, message: str, *, now: float) -> bool:
+        """Count ``message`` in its group; True when the event is to be replaced by the group's
+        aggregate event (the group has seen ``max_events`` distinct messages)."""
+        group = self._groups.get(group_key)
+        if group is None or now - group.last_seen > self.max_interval:
+            group = _Group(set(), now)
+        group.messages.add(message)
+        group.last_seen = now
+        self._groups.add(group_key, group)
+        if len(group.messages) < self.max_events:
+            return False
+        group.messages.pop()  # an arbitrary one, as upstream's PopAny
+        return True
+
+    def name_suffix(self, now: float) -> str:
+        return self._name_suffix(now)
+
 
 class Observation:
     """What the logger remembers of a written Event (client-go's ``eventLog``)."""
@@ -206,16 +225,27 @@ class EventLogger:
     def __init__(self, *, cache_size: int = MAX_LRU_ENTRIES) -> None:
         self._seen: LRU[Key, Observation] = LRU(cache_size)
 
+    def note(self, key: Key) -> Observation | None:
+        """Count a repeat of ``key`` (its observation, one more), or None when it is new (the
+        caller remembers it, as :meth:`observe` does)."""
+        seen = self._seen.get(key)
+        if seen is not None:
+            seen.count += 1
+            self._seen.add(key, seen)
+        return seen
+
+    def remember(self, key: Key, seen: Observation) -> Observation:
+        """Start counting a new key."""
+        self._seen.add(key, seen)
+        return seen
+
     def observe(self, event: Obj, key: Key) -> tuple[Obj, Obj | None, Observation]:
         """(event as it should now look, strategic-merge patch or None to create, the observation)."""
-        seen = self._seen.get(key)
+        seen = self.note(key)
         if seen is None:
             md = event["metadata"]
-            seen = Observation(md["name"], event.get("count", 1), event["firstTimestamp"])
-            self._seen.add(key, seen)
+            seen = self.remember(key, Observation(md["name"], event.get("count", 1), event["firstTimestamp"]))
             return event, None, seen
-        seen.count += 1
-        self._seen.add(key, seen)
         event = {**event, "metadata": {**event["metadata"], "name": seen.name},
                  "firstTimestamp": seen.first_timestamp, "count": seen.count}
         # What client-go's two-way patch against a zeroed copy comes to.
@@ -240,7 +270,9 @@ class SpamFilter:
         self._buckets: LRU[Key, _TokenBucket] = LRU(cache_size)
 
     def skip(self, event: Obj, *, now: float) -> bool:
-        key = spam_key(event)
+        return self.skip_key(spam_key(event), now=now)
+
+    def skip_key(self, key: Key, *, now: float) -> bool:
         bucket = self._buckets.get(key)
         if bucket is None:  # a new (or forgotten) object starts with a full bucket
             bucket = _TokenBucket(float(self.burst), now)
@@ -278,6 +310,22 @@ class EventCorrelator:
         if self.spam_filter.skip(event, now=now):
             return Correlated(skip=True)
         return Correlated(skip=False, event=event, patch=patch, observation=observation)
+
+    def correlate_unwritten(self, component: str, host: str, ref: Obj, type: str, reason: str, message: str, *,
+                            now: float) -> bool:
+        """:meth:`correlate` for an event that will not be written, from its parts (no Event is
+        built): the same three steps with the same keys, so the caches, counts and spam buckets
+        end as they would; True when the spam filter refuses it.  The names the event and an
+        aggregate of it would take are still drawn, so the written events' names stay those of
+        a recorder writing all."""
+        key = _group_key(component, host, ref, type, reason, component, host)
+        if self.aggregator.fold(key, message, now=now):
+            self.aggregator.name_suffix(now)  # the aggregate event's name
+        else:
+            key = _event_key(component, host, ref, type, reason, message)
+        if self.logger.note(key) is None:  # (no Event will carry its name: an unnamed record)
+            self.logger.remember(key, Observation("", 1, ""))
+        return self.spam_filter.skip_key(_spam_key(component, host, ref), now=now)
 
 
 # -- the recorder -------------------------------------------------------------------------------------
@@ -322,7 +370,9 @@ class EventRecorder:
                  written_reasons: frozenset[str] | None = None) -> None:
         """``written_reasons``: write only the events of these reasons (None: all).  Every event
         is still correlated, so the spam filter and the aggregation of the written ones are what
-        they are when all are written (``plan``'s copy writes only what its answer reads)."""
+        they are when all are written (``plan``'s copy writes only what its answer reads); one
+        that will not be written is correlated from its parts, without building its Event
+        (:meth:`EventCorrelator.correlate_unwritten`)."""
         self.client = client
         self.component = component
         self.written_reasons = written_reasons
@@ -372,14 +422,18 @@ class EventRecorder:
                             self.stats.dropped, ref.get("namespace", ""), ref.get("name", ""), reason, message)
             return
         now = self.clock.now()
+        if self.written_reasons is not None and reason not in self.written_reasons:
+            self._suffix(now)  # the name its Event would have had (names of the written ones stay as they are)
+            if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now):
+                self.stats.skipped += 1
+            else:
+                self.stats.withheld += 1
+            return
         stamp = format_rfc3339(now)
         result = self.correlator.correlate(self._make_event(ref, type, reason, message, now=now, stamp=stamp,
                                                             host=host), now=now)
         if result.skip:
             self.stats.skipped += 1
-            return
-        if self.written_reasons is not None and reason not in self.written_reasons:
-            self.stats.withheld += 1
             return
         assert result.event is not None and result.observation is not None
         queue.put_nowait(_Job(result.event, result.observation, result.patch))

@@ -240,3 +240,35 @@ def test_correlator_repeat_of_an_early_message_is_still_a_patch():
     # dropped to keep the group at ten (a patch of the aggregate): never a new Event.
     assert result.patch is not None and result.patch["count"] == 2
     assert result.event["metadata"]["name"] in ("agent.0", aggregate_name)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_unwritten_event_is_correlated_as_a_written_one_would_be(seed):
+    """``correlate_unwritten`` (the parts of an event no one will write) leaves the correlator
+    as ``correlate`` of the whole Event does: the same refusals, the same groups, counts and
+    buckets — with caches small enough that evictions happen, messages enough to aggregate and
+    events enough to run the spam filter dry."""
+    import random
+
+    rng = random.Random(seed)
+    names = iter(range(10**9))
+    whole = EventCorrelator(cache_size=8, name_suffix=lambda now: f"{next(names)}")
+    parts = EventCorrelator(cache_size=8, name_suffix=lambda now: "unused")
+    refs = [DS_REF, OTHER_REF, {**DS_REF, "name": "third", "uid": "u-3"}, {**DS_REF, "fieldPath": "spec"}]
+    now = T0
+    for _ in range(400):
+        now += rng.choice([0.0, 1.0, 30.0, 700.0])
+        ref, host = rng.choice(refs), rng.choice(["", "node-1"])
+        type_, reason = rng.choice(["Normal", "Warning"]), rng.choice(["Pulled", "Created", "Killing"])
+        message = f"message {rng.randrange(14)}"
+        event = ev(message, ref=ref, reason=reason, type=type_, now=now)
+        event["source"] = {"component": "kubelet", **({"host": host} if host else {})}
+        event["reportingComponent"], event["reportingInstance"] = "kubelet", host
+        refused = whole.correlate(event, now=now).skip
+        assert parts.correlate_unwritten("kubelet", host, ref, type_, reason, message, now=now) is refused
+    assert [(k, g.messages, g.last_seen) for k, g in whole.aggregator._groups._entries.items()] == \
+        [(k, g.messages, g.last_seen) for k, g in parts.aggregator._groups._entries.items()]
+    assert [(k, o.count) for k, o in whole.logger._seen._entries.items()] == \
+        [(k, o.count) for k, o in parts.logger._seen._entries.items()]
+    assert [(k, b.tokens, b.last) for k, b in whole.spam_filter._buckets._entries.items()] == \
+        [(k, b.tokens, b.last) for k, b in parts.spam_filter._buckets._entries.items()]
