@@ -58,10 +58,13 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # since compiled callers would not see a replaced global or method: a test fails a SQLite commit
 # through the connection's authorizer, the golden converge records the published events with a
 # watch, the kubelet writers' yield interval is an attribute of the simulation, and the
-# scheduler's default spreading selector is a function of its inputs.  Left out on purpose,
+# scheduler's default spreading selector is a function of its inputs, and ``plan`` and the golden
+# converge seed generated names and uids through api/meta.py's module attributes
+# (``suffix_source``, read at every draw, and ``new_uid``, which only interpreted code calls, by
+# attribute: keep it so).  Left out on purpose,
 # because tests (or ``plan``'s seeding) replace a part of them, which compiled callers would not
-# see, or build or subclass their classes in ways compiled classes refuse: api/meta.py (generated
-# names and uids are seeded through it), the DaemonSet controller (tests replace its
+# see, or build or subclass their classes in ways compiled classes refuse: the DaemonSet
+# controller (tests replace its
 # ``_sync_nodes`` and its module's ``node_actions`` to watch its bursts) and its history module,
 # and the generic registry (subclassed by every resource's store).  The registry's watch module
 # uses async generators, which this mypyc does not compile.  The informer is compiled since its
@@ -72,6 +75,7 @@ MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",
     "everynode.api.defaults",
     "everynode.api.intstr",
+    "everynode.api.meta",
     "everynode.api.names",
     "everynode.api.node",
     "everynode.api.pod",
