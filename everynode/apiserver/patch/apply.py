@@ -781,10 +781,9 @@ def _minus(tree: Tree, gone: Tree) -> Tree:
         own = _member(node) and not _member(below)
         rest = _minus(node, below) if node and len(below) > ("." in below) else node
         if len(rest) > ("." in rest):  # members below are left
-            if own:
-                out[element] = rest if "." in rest else {".": {}, **rest}
-            else:
-                out[element] = _strip_member(rest) if "." in rest else rest
+            # (a node that keeps its own membership has its "." still: it had one, and _minus
+            # never removes it)
+            out[element] = _strip_member(rest) if "." in rest and not own else rest
         elif own:
             out[element] = {}
         else:
