@@ -1,5 +1,5 @@
-"""Timestamp text: ``format_rfc3339`` keeps the last second's text; it must always equal a fresh
-formatting, whatever the order of the times asked for."""
+"""Timestamp text: ``format_rfc3339`` remembers texts by second; it must always equal a fresh
+formatting, whatever the order of the times asked for, and its table stays bounded."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from everynode import clock
 from everynode.clock import format_rfc3339
 
 
@@ -21,3 +22,10 @@ def fresh(ts: float) -> str:
 ])
 def test_memo_gives_exactly_a_fresh_formatting(times: list[float]) -> None:
     assert [format_rfc3339(t) for t in times] == [fresh(t) for t in times]
+
+
+def test_table_is_bounded_and_still_exact_after_it_starts_afresh() -> None:
+    times = [1_700_000_000.0 + 30.0 * i for i in range(2 * clock._FORMATTED_LIMIT + 3)]
+    assert [format_rfc3339(t) for t in times] == [fresh(t) for t in times]
+    assert 0 < len(clock._formatted) <= clock._FORMATTED_LIMIT
+    assert [format_rfc3339(t) for t in reversed(times)] == [fresh(t) for t in reversed(times)]

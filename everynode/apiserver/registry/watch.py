@@ -113,7 +113,7 @@ async def _stream(ctx: ServerContext, rt: ResourceType, ns: str | None, predicat
             async for event in _with_bookmarks(watch, ctx, rt, bookmarks):
                 yield [event]
             return
-        wait, drain = watch.wait, watch.drain
+        wait, wait_until, drain = watch.wait, watch.wait_until, watch.drain
         if not bookmarks:
             while True:
                 await wait()
@@ -124,7 +124,7 @@ async def _stream(ctx: ServerContext, rt: ResourceType, ns: str | None, predicat
         interval = ctx.bookmark_interval
         next_bookmark = loop.time() + interval
         while True:
-            await wait(next_bookmark - loop.time())
+            await wait_until(next_bookmark)
             batch = drain()
             if batch:
                 yield batch
