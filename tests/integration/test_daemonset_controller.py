@@ -592,3 +592,43 @@ async def test_unplaced_pod_is_claimed_relabelled_and_released_like_any_pod(env)
     finally:
         await gc.stop()
         await informers.stop()
+
+
+async def test_the_revision_pass_is_remembered_until_a_cached_revision_changes(env, monkeypatch):
+    """A sync whose revision pass wrote nothing is remembered: while the cached revisions and the
+    DaemonSet's template stay the very same, later syncs take its answer without claiming again.
+    Any change of a revision in the cache is looked at: an orphan is adopted (and the current
+    revision renumbered above it), and released once its labels stop matching."""
+    from everynode.controllers.daemonset import controller as ds_controller
+
+    passes: list[object] = []
+    real_claimer = ds_controller.Claimer
+
+    def counting_claimer(*args, **kwargs):
+        claimer = real_claimer(*args, **kwargs)
+        passes.append(claimer)
+        return claimer
+
+    await env.node("n1")
+    ds = await env.daemonset()
+    await env.settle()
+    monkeypatch.setattr(ds_controller, "Claimer", counting_claimer)
+    for _ in range(3):
+        await env.ctrl.sync(KEY)
+    assert passes == []  # nothing changed: no claim of revisions (nor of pods)
+
+    orphan = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+              "metadata": {"name": "ds-orphan", "namespace": NS,
+                           "labels": {"app": "ds", "controller-revision-hash": "orphan"}},
+              "data": {"spec": {"template": {"$patch": "replace"}}}, "revision": 1}
+    await env.client.create(REV, orphan)
+    await env.settle()
+    assert passes
+    adopted = await env.client.get(REV, "ds-orphan", namespace=NS)
+    assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [ds["metadata"]["uid"]]
+    assert [(r["metadata"]["name"] == "ds-orphan", r["revision"]) for r in await env.revisions()] == \
+        [(True, 1), (False, 2)]
+
+    await env.client.patch(REV, "ds-orphan", {"metadata": {"labels": {"app": "elsewhere"}}}, namespace=NS)
+    await env.settle()
+    assert not (await env.client.get(REV, "ds-orphan", namespace=NS))["metadata"].get("ownerReferences")

@@ -97,6 +97,7 @@ from everynode.controllers.daemonset.daemonpods import (
 from everynode.controllers.daemonset.history import (
     DataCache,
     cleanup_history,
+    collision_count,
     construct_history,
     revision_history_limit,
 )
@@ -142,6 +143,12 @@ def _aggregate(errors: list[Exception]) -> SyncError:
     return SyncError(aggregate_message(errors))
 
 
+def _same_objects(a: list[Obj], b: list[Obj]) -> bool:
+    """The same objects in the same order (identity, not equality: a cached object is replaced
+    on every change)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 def _selects_all(selector: Any) -> bool:
     """``reflect.DeepEqual(ds.Spec.Selector, &metav1.LabelSelector{})``."""
     return isinstance(selector, dict) and all(v is None for v in selector.values())
@@ -182,6 +189,8 @@ class DaemonSetController(ControllerLifecycle):
         # DaemonSet uid → (resourceVersion the cache had, the object our status write returned):
         # see :meth:`_status_baseline`.
         self._written_status: dict[str, tuple[str, Obj]] = {}
+        # DaemonSet uid → the last revision pass that wrote nothing: see :meth:`_construct_history`.
+        self._history: dict[str, tuple[tuple[Any, ...], list[Obj], Obj, list[Obj]]] = {}
         self.syncs = 0
 
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
@@ -317,6 +326,7 @@ class DaemonSetController(ControllerLifecycle):
         self._placements.pop(uid, None)
         self._last_progress.pop(uid, None)
         self._written_status.pop(uid, None)
+        self._history.pop(uid, None)
         self.data_cache.forget(uid)
         self.queue.add(key)
 
@@ -617,12 +627,40 @@ class DaemonSetController(ControllerLifecycle):
             raise error
 
     async def _construct_history(self, ds: Obj, state: DaemonSetState) -> tuple[Obj, list[Obj]]:
-        namespace = ds["metadata"].get("namespace") or ""
+        """Claim the namespace's revisions, then ``constructHistory``.
+
+        Both are functions of the cached revisions and of the DaemonSet's uid, generation (its
+        template), deletion, collision count and selector.  A pass that wrote nothing — no
+        adoption or release, no relabel, renumber, dedupe or snapshot — is remembered with those
+        inputs, and while every one of them is unchanged (the very same cached revision objects,
+        in the same order) the next sync takes its answer instead of walking them again: it
+        would reach the same answer and write nothing either.  A rollout syncs its DaemonSet
+        several times per pod replaced; this was a quarter of such a sync.  A pass that wrote
+        is never remembered, so its writes' echoes in the cache are looked at as before."""
+        md = ds["metadata"]
+        namespace = md.get("namespace") or ""
+        uid = md.get("uid") or ""
+        given = self.rev_informer.by_index(NAMESPACE_INDEX, namespace)
+        # The template as DataCache knows it: by generation, by resourceVersion for an object
+        # that never had one.
+        template = md.get("generation") or ("rv", md.get("resourceVersion"))
+        inputs = (template, md.get("deletionTimestamp"), collision_count(ds), state.selector)
+        remembered = self._history.get(uid)
+        if remembered is not None and remembered[0] == inputs and _same_objects(remembered[1], given):
+            return remembered[2], list(remembered[3])
+        self._history.pop(uid, None)
         claimer = Claimer(self.client, ds, state.selector)
-        revisions = await claimer.claim(self.rev_informer.by_index(NAMESPACE_INDEX, namespace),
-                                        resource=REVISIONS, kind="ControllerRevision")
-        return await construct_history(self.client, ds, revisions, daemon_pods=lambda: self._claimed_pods(state),
-                                       cache=self.data_cache)
+        revisions = await claimer.claim(given, resource=REVISIONS, kind="ControllerRevision")
+        cur, old = await construct_history(self.client, ds, revisions, daemon_pods=lambda: self._claimed_pods(state),
+                                           cache=self.data_cache)
+        known = {id(r) for r in given}
+        if len(revisions) == len(old) + 1 and all(id(r) in known for r in (cur, *old)) \
+                and all(claimer.classify(r) in ("claimed", "ignore") for r in given):
+            # Nothing written: nothing to adopt or release, every revision returned is the cached
+            # one (not relabelled, renumbered or snapshotted), and each claimed one is the
+            # current or an old one (a second current one would have been deleted).
+            self._history[uid] = (inputs, given, cur, list(old))
+        return cur, old
 
     async def _claim_pods(self, ds: Obj, state: DaemonSetState) -> None:
         if state.full_claim:
