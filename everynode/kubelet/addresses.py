@@ -53,9 +53,37 @@ _NETWORKS_MAX = 65_536
 def _network(cidr: str) -> int:
     base = _NETWORKS.get(cidr)
     if base is None:
-        base = remember(_NETWORKS, cidr, int(ipaddress.IPv4Network(cidr, strict=False).network_address),
-                        limit=_NETWORKS_MAX)
+        plain = _plain_network(cidr)
+        if plain is None:  # anything unusual: ipaddress decides (and words the error)
+            plain = int(ipaddress.IPv4Network(cidr, strict=False).network_address)
+        base = remember(_NETWORKS, cidr, plain, limit=_NETWORKS_MAX)
     return base
+
+
+def _plain_number(text: str, limit: int) -> int | None:
+    """A decimal number of at most three ASCII digits without a leading zero, up to ``limit``."""
+    if not (0 < len(text) <= 3 and text.isascii() and text.isdigit()) or (text[0] == "0" and len(text) > 1):
+        return None
+    number = int(text)
+    return number if number <= limit else None
+
+
+def _plain_network(cidr: str) -> int | None:
+    """The network address of ``a.b.c.d/n`` written plainly (what ipaddress accepts without
+    question), or None for any other text.  A converge starts one pod per node, so the memo
+    above never hits there: ipaddress's parse was 1.6% of a converge's wall time."""
+    address, slash, prefix_text = cidr.partition("/")
+    prefix = _plain_number(prefix_text, 32) if slash else 32
+    parts = address.split(".")
+    if prefix is None or len(parts) != 4:
+        return None
+    value = 0
+    for part in parts:
+        octet = _plain_number(part, 255)
+        if octet is None:
+            return None
+        value = value << 8 | octet
+    return value & (0xFFFFFFFF << (32 - prefix)) & 0xFFFFFFFF
 
 
 def dotted(address: int) -> str:

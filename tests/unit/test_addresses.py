@@ -44,3 +44,27 @@ def test_node_addresses_follow_the_layout():
     assert addresses.node_ip(0) == "10.0.0.2"
     assert addresses.pod_cidr(0) == "10.244.0.0/24"
     assert addresses.pod_ip(addresses.pod_cidr(11), 2) == "10.244.11.2"
+
+
+@pytest.mark.parametrize("cidr", [
+    "10.244.0.0/24", "10.1.2.77/24", "0.0.0.0/0", "255.255.255.255/32", "10.1.2.3", "10.1.2.3/0",
+    "192.168.7.9/31", "1.2.3.4/8", "172.16.5.4/12",
+    # not plain: leading zeros, signs, spaces, non-ASCII digits, out of range, wrong shapes
+    "010.1.2.0/24", "10.1.2.0/024", "10.1.2.0/33", "10.1.2.256/24", "10.1.2/24", "10.1.2.0.0/24",
+    "+10.1.2.0/24", " 10.1.2.0/24", "10.1.2.0/", "10.1.2.0/-1", "１０.1.2.0/24", "10.1.2.0/2٤", "",
+    "10.1.2.0/255.255.255.0",
+])
+def test_a_network_is_what_ipaddress_makes_of_it(cidr):
+    try:
+        expected: int | None = int(ipaddress.IPv4Network(cidr, strict=False).network_address)
+    except ValueError:
+        expected = None
+    plain = addresses._plain_network(cidr)
+    assert plain is None or plain == expected  # the plain parse never disagrees
+    if cidr in ("10.244.0.0/24", "10.1.2.77/24", "0.0.0.0/0", "1.2.3.4/8"):
+        assert plain is not None  # and takes the usual forms itself
+    if expected is None:
+        with pytest.raises(ValueError):
+            addresses.pod_ip(cidr, 2)
+    else:
+        assert addresses.pod_ip(cidr, 0) == addresses.dotted(expected)
