@@ -49,7 +49,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 # The modules compiled, by what the profiles of api_floor and plan's rollout show: functions over
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
-# object accessors), the DaemonSet controller's helpers and incremental state (its pod index and
+# object accessors), the DaemonSet controller (its sync and event handlers: in a rollout at
+# maxUnavailable 1 it syncs seven times per pod replaced, and compiled the 5,000-node plan's
+# rollout took 9% less time) with its helpers and incremental state (its pod index and
 # the re-derivation of dirty nodes), work queue, Event recorder and pod
 # simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
 # infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
@@ -58,15 +60,17 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # since compiled callers would not see a replaced global or method: a test fails a SQLite commit
 # through the connection's authorizer, the golden converge records the published events with a
 # watch, the kubelet writers' yield interval is an attribute of the simulation, and the
-# scheduler's default spreading selector is a function of its inputs, and ``plan`` and the golden
+# scheduler's default spreading selector is a function of its inputs, the DaemonSet controller
+# counts its revision passes and node evaluations and awaits an optional hook after each burst of
+# creates (its class derives from the kit's interpreted ``ControllerLifecycle``, so mypyc makes it
+# an ordinary class with compiled methods, which call each other directly: a method replaced on an
+# instance or overridden in a subclass is not seen), and ``plan`` and the golden
 # converge seed generated names and uids through api/meta.py's module attributes
 # (``suffix_source``, read at every draw, and ``new_uid``, which only interpreted code calls, by
 # attribute: keep it so).  Left out on purpose,
 # because tests (or ``plan``'s seeding) replace a part of them, which compiled callers would not
 # see, or build or subclass their classes in ways compiled classes refuse: the DaemonSet
-# controller (tests replace its
-# ``_sync_nodes`` and its module's ``node_actions`` to watch its bursts) and its history module,
-# and the generic registry (subclassed by every resource's store).  The registry's watch module
+# controller's history module, and the generic registry (subclassed by every resource's store).  The registry's watch module
 # uses async generators, which this mypyc does not compile.  The informer is compiled since its
 # ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410 in
 # ``sys.exc_info()`` and the next clean end of a stream raised it again, a relist where the
@@ -98,6 +102,7 @@ MODULES: tuple[str, ...] = (
     "everynode.client.workqueue",
     "everynode.controllers.daemonset.adoption",
     "everynode.controllers.daemonset.budgets",
+    "everynode.controllers.daemonset.controller",
     "everynode.controllers.daemonset.daemonpods",
     "everynode.controllers.daemonset.incremental",
     "everynode.controllers.daemonset.manage",

@@ -378,32 +378,21 @@ async def test_stuck_rollout_condition(env):
     assert "0 of 1 available" in progressing["message"]
 
 
-async def test_burst_creates_in_node_name_order_and_evaluates_each_waiting_node_once(env, monkeypatch):
+async def test_burst_creates_in_node_name_order_and_evaluates_each_waiting_node_once(env):
     """syncNodes creates at most burstReplicas pods per sync; the nodes waiting for a later
     burst are not evaluated again on every sync (that was O(N² / burst) over a converge), and
     the bursts still go out in node-name order."""
-    from everynode.controllers.daemonset import controller as ds_controller
-
-    evaluations: list[str] = []
-    real_node_actions = ds_controller.node_actions
-
-    def counting(node_name, *args, **kwargs):
-        evaluations.append(node_name)
-        return real_node_actions(node_name, *args, **kwargs)
-
-    monkeypatch.setattr(ds_controller, "node_actions", counting)
     env.ctrl.burst_replicas = 3
     names = [f"n{i:02d}" for i in range(30)]
     for name in reversed(names):
         await env.node(name)
     bursts: list[list[str]] = []
-    real_sync_nodes = env.ctrl._sync_nodes
 
-    async def recording(ds, key, to_delete, nodes_needing, hash_):
+    async def recording(nodes_needing):
         bursts.append(list(nodes_needing))
-        await real_sync_nodes(ds, key, to_delete, nodes_needing, hash_)
 
-    monkeypatch.setattr(env.ctrl, "_sync_nodes", recording)
+    env.ctrl.after_sync_nodes = recording
+    evaluations_before = env.ctrl.node_evaluations
     await env.daemonset()
     await env.settle()
     assert sorted(pinned_node(p) for p in await env.pods()) == names
@@ -412,24 +401,23 @@ async def test_burst_creates_in_node_name_order_and_evaluates_each_waiting_node_
     assert all(len(b) <= 3 for b in bursts)
     # each node: evaluated when the DaemonSet appears, after its create was issued, and after its
     # pod arrived — a small constant, not once per sync (it was 30 + 27 + 24 + … = 165 + 60 here)
-    assert len(evaluations) <= 3 * len(names), len(evaluations)
+    evaluations = env.ctrl.node_evaluations - evaluations_before
+    assert len(names) <= evaluations <= 3 * len(names), evaluations
 
 
-async def test_node_waiting_beyond_the_burst_that_becomes_ineligible_gets_no_pod(env, monkeypatch):
+async def test_node_waiting_beyond_the_burst_that_becomes_ineligible_gets_no_pod(env):
     env.ctrl.burst_replicas = 2
     for i in range(6):
         await env.node(f"n{i}")
-    real_sync_nodes = env.ctrl._sync_nodes
     tainted = False
 
-    async def taint_the_last_node_after_the_first_burst(ds, key, to_delete, nodes_needing, hash_):
+    async def taint_the_last_node_after_the_first_burst(nodes_needing):
         nonlocal tainted
-        await real_sync_nodes(ds, key, to_delete, nodes_needing, hash_)
         if nodes_needing and not tainted:
             tainted = True
             await env.patch_node("n5", {"spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]}})
 
-    monkeypatch.setattr(env.ctrl, "_sync_nodes", taint_the_last_node_after_the_first_burst)
+    env.ctrl.after_sync_nodes = taint_the_last_node_after_the_first_burst
     await env.daemonset()
     status = await env.settle()
     assert tainted
@@ -594,28 +582,19 @@ async def test_unplaced_pod_is_claimed_relabelled_and_released_like_any_pod(env)
         await informers.stop()
 
 
-async def test_the_revision_pass_is_remembered_until_a_cached_revision_changes(env, monkeypatch):
+async def test_the_revision_pass_is_remembered_until_a_cached_revision_changes(env):
     """A sync whose revision pass wrote nothing is remembered: while the cached revisions and the
     DaemonSet's template stay the very same, later syncs take its answer without claiming again.
     Any change of a revision in the cache is looked at: an orphan is adopted (and the current
     revision renumbered above it), and released once its labels stop matching."""
-    from everynode.controllers.daemonset import controller as ds_controller
-
-    passes: list[object] = []
-    real_claimer = ds_controller.Claimer
-
-    def counting_claimer(*args, **kwargs):
-        claimer = real_claimer(*args, **kwargs)
-        passes.append(claimer)
-        return claimer
-
     await env.node("n1")
     ds = await env.daemonset()
     await env.settle()
-    monkeypatch.setattr(ds_controller, "Claimer", counting_claimer)
+    passes, syncs = env.ctrl.revision_passes, env.ctrl.syncs
     for _ in range(3):
         await env.ctrl.sync(KEY)
-    assert passes == []  # nothing changed: no claim of revisions (nor of pods)
+    assert env.ctrl.syncs == syncs + 3
+    assert env.ctrl.revision_passes == passes  # nothing changed: no claim, no constructHistory
 
     orphan = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
               "metadata": {"name": "ds-orphan", "namespace": NS,
@@ -623,7 +602,7 @@ async def test_the_revision_pass_is_remembered_until_a_cached_revision_changes(e
               "data": {"spec": {"template": {"$patch": "replace"}}}, "revision": 1}
     await env.client.create(REV, orphan)
     await env.settle()
-    assert passes
+    assert env.ctrl.revision_passes > passes
     adopted = await env.client.get(REV, "ds-orphan", namespace=NS)
     assert [r["uid"] for r in adopted["metadata"]["ownerReferences"]] == [ds["metadata"]["uid"]]
     assert [(r["metadata"]["name"] == "ds-orphan", r["revision"]) for r in await env.revisions()] == \

@@ -70,7 +70,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
@@ -191,7 +191,14 @@ class DaemonSetController(ControllerLifecycle):
         self._written_status: dict[str, tuple[str, Obj]] = {}
         # DaemonSet uid → the last revision pass that wrote nothing: see :meth:`_construct_history`.
         self._history: dict[str, tuple[tuple[Any, ...], list[Obj], Obj, list[Obj]]] = {}
+        # What the syncs did, for diagnostics and tests (this module runs compiled: a test cannot
+        # replace a function or method it calls, so it reads these and the hook instead).
         self.syncs = 0
+        self.revision_passes = 0  # revision claims + constructHistory actually run (not remembered)
+        self.node_evaluations = 0  # nodes manage evaluated (node_actions calls)
+        # Awaited after each syncNodes with the nodes it created pods for (tests watch the bursts
+        # and act between them); None in production.
+        self.after_sync_nodes: Callable[[list[str]], Awaitable[None]] | None = None
 
         ns_index = {NAMESPACE_INDEX: index_by_namespace}
         self.ds_informer: Informer = self.kit.informer(DAEMONSETS, indexers=ns_index)
@@ -226,10 +233,16 @@ class DaemonSetController(ControllerLifecycle):
 
     async def run_until_stopped(self) -> None:
         await self.start()
+        # Stop, then raise what ended the wait (a cancellation): awaited after the handler, not
+        # in a ``finally`` (compiled.py).
+        ended: BaseException | None = None
         try:
             await self.kit.wait_stopped()
-        finally:
-            await self.stop()
+        except BaseException as e:  # noqa: BLE001 - raised again below
+            ended = e
+        await self.stop()
+        if ended is not None:
+            raise ended
 
     def _sync_failed(self, key: Any, exc: Exception, _retried: bool) -> None:
         log.info("%s failed with : %s", key, exc)
@@ -649,6 +662,7 @@ class DaemonSetController(ControllerLifecycle):
         if remembered is not None and remembered[0] == inputs and _same_objects(remembered[1], given):
             return remembered[2], list(remembered[3])
         self._history.pop(uid, None)
+        self.revision_passes += 1
         claimer = Claimer(self.client, ds, state.selector)
         revisions = await claimer.claim(given, resource=REVISIONS, kind="ControllerRevision")
         cur, old = await construct_history(self.client, ds, revisions, daemon_pods=lambda: self._claimed_pods(state),
@@ -713,6 +727,7 @@ class DaemonSetController(ControllerLifecycle):
                     to_delete.extend(doomed)
                     state.attention.add(node)
                 continue
+            self.node_evaluations += 1
             actions = node_actions(node, elig[0], elig[1], pods, hash_=hash_, surge=surge,
                                    min_ready_seconds=min_ready, backoff=self.backoff,
                                    backoff_key=failed_pods_backoff_key(ds, node), now=now)
@@ -786,6 +801,8 @@ class DaemonSetController(ControllerLifecycle):
             results = await asyncio.gather(*(self._delete_pod_named(ds, key, name)
                                              for name in pods_to_delete[:delete_diff]))
             errors.extend(e for e in results if e is not None)
+        if self.after_sync_nodes is not None:
+            await self.after_sync_nodes(nodes_needing[:create_diff])
         if errors:
             raise _aggregate(errors)
 
