@@ -61,20 +61,30 @@ def format_rfc3339(ts: float) -> str:
     write stamps at least one timestamp, and strftime was a visible share of a lease renewal or
     an event.  A single remembered second was not enough — one write stamps ``now``, the next a
     deletion deadline 30 s later, a third ``now`` again (1.6% of a virtual rollout's wall time
-    went to strftime).  The table is bounded: it starts afresh after :data:`_FORMATTED_LIMIT`
-    seconds, which a virtual run covers in minutes and a real one in about an hour.  Reads and
+    went to strftime).  A second not seen yet is formatted from its day's text (strftime once per
+    day) and its time of day: a virtual rollout moves to a new second with every step.  The
+    tables are bounded: they start afresh after :data:`_FORMATTED_LIMIT` entries.  Reads and
     one-key writes of a dict are atomic under the GIL: safe across threads."""
     second = int(ts)
     text = _formatted.get(second)
     if text is None:
+        day, in_day = divmod(second, 86_400)
+        date = _days.get(day)
+        if date is None:
+            if len(_days) >= _FORMATTED_LIMIT:
+                _days.clear()
+            date = _days[day] = datetime.fromtimestamp(day * 86_400, UTC).strftime("%Y-%m-%dT")
+        hours, rest = divmod(in_day, 3600)
+        minutes, seconds = divmod(rest, 60)
         if len(_formatted) >= _FORMATTED_LIMIT:
             _formatted.clear()
-        text = _formatted[second] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = _formatted[second] = f"{date}{hours:02d}:{minutes:02d}:{seconds:02d}Z"
     return text
 
 
 _FORMATTED_LIMIT = 4096
 _formatted: dict[int, str] = {}
+_days: dict[int, str] = {}  # day number since the epoch -> "YYYY-MM-DDT"
 
 
 def parse_rfc3339(text: str) -> float:

@@ -33,6 +33,7 @@ from everynode.client.base import Client
 from everynode.client.events import EventRecorder
 from everynode.client.informer import SharedInformerFactory
 from everynode.client.kit import ControllerKit, ControllerLifecycle
+from everynode.client.wakeup import Wakeup
 from everynode.clock import Clock
 from everynode.kubelet.nodeagent import STATUS_REPORT_INTERVAL, YIELD_EVERY, NodeAgent, NodeState
 from everynode.kubelet.podlifecycle import PodLifecycle, PodState
@@ -62,7 +63,7 @@ class KubeletSimulator(ControllerLifecycle):
         # attribute, not the module constant, so that a test can shorten it on one simulation
         # (a compiled caller would not see the module's global replaced).
         self.yield_every = YIELD_EVERY
-        self._wake = asyncio.Event()
+        self._wake = Wakeup()
         self.agent = NodeAgent(client, clock=clock, wake=self._wake.set, lease_duration=lease_duration,
                                heartbeat_interval=heartbeat_interval, status_report_interval=status_report_interval,
                                modelled=self.modelled)

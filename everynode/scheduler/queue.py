@@ -24,6 +24,8 @@ import asyncio
 import heapq
 import itertools
 
+from everynode.client.wakeup import Wakeup
+
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 MAX_UNSCHEDULABLE_SECONDS = 300.0
@@ -44,7 +46,7 @@ class SchedulingQueue:
         self._parked_unpinned: set[str] = set()
         self._parked_for_pods: set[str] = set()  # parked pods that a pod assignment may help
         self._backoff_timers: dict[str, asyncio.TimerHandle] = {}
-        self._wakeup = asyncio.Event()
+        self._wakeup = Wakeup()
         self._closed = False
         self._flush_timer: asyncio.TimerHandle | None = None
 

@@ -19,6 +19,8 @@ def fresh(ts: float) -> str:
     [1_700_000_000.0, 1_700_000_000.4, 1_700_000_000.999, 1_700_000_001.0, 1_700_000_001.5],
     [1_700_000_005.7, 1_700_000_002.1, 1_700_000_005.2],  # a clock that goes back
     [0.0, 0.5, 59.99, 60.0, 86_399.9, 86_400.0],
+    [951_868_799.0, 951_868_800.0, 951_782_400.0, 4_107_542_399.0, 4_107_542_400.0],  # leap days, 2100
+    [-1.0, -86_400.0, -86_401.5, 1_700_000_000.0 + 86_400.0 * 365],  # before the epoch, a year on
 ])
 def test_memo_gives_exactly_a_fresh_formatting(times: list[float]) -> None:
     assert [format_rfc3339(t) for t in times] == [fresh(t) for t in times]
