@@ -55,7 +55,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # the re-derivation of dirty nodes), work queue, Event recorder and pod
 # simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
 # infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
-# writers) and the stores (memory and SQLite: every write's apply and every read); no class here
+# writers), the wake-up signal the kubelet writers and the scheduler queue sleep on, ``plan``'s
+# rollout recorder (fed every event of its copy) and the stores (memory and SQLite: every
+# write's apply and every read); no class here
 # is subclassed by code outside the list.  What tests used to replace in them has a seam instead,
 # since compiled callers would not see a replaced global or method: a test fails a SQLite commit
 # through the connection's authorizer, the golden converge records the published events with a
@@ -99,6 +101,7 @@ MODULES: tuple[str, ...] = (
     "everynode.apiserver.registry.templates",
     "everynode.client.events",
     "everynode.client.informer",
+    "everynode.client.wakeup",
     "everynode.client.workqueue",
     "everynode.controllers.daemonset.adoption",
     "everynode.controllers.daemonset.budgets",
