@@ -116,6 +116,7 @@ MODULES: tuple[str, ...] = (
     "everynode.kubelet.podlifecycle",
     "everynode.kubelet.podstatus",
     "everynode.kubelet.simulator",
+    "everynode.product.plan_recorder",
     "everynode.scheduler.cache",
     "everynode.scheduler.cycle",
     "everynode.scheduler.filters",
