@@ -51,8 +51,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # JSON-shaped values (sharing, managedFields, merge, type check, validation, defaulting, the
 # object accessors), the DaemonSet controller (its sync and event handlers: in a rollout at
 # maxUnavailable 1 it syncs seven times per pod replaced, and compiled the 5,000-node plan's
-# rollout took 9% less time) with its helpers and incremental state (its pod index and
-# the re-derivation of dirty nodes), work queue, Event recorder and pod
+# rollout took 9% less time) with its helpers (expectations and failed-pod back-off among them)
+# and incremental state (its pod index and the re-derivation of dirty nodes), work queue, Event
+# recorder and pod
 # simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
 # infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
 # writers), the wake-up signal the kubelet writers and the scheduler queue sleep on, ``plan``'s
@@ -100,10 +101,12 @@ MODULES: tuple[str, ...] = (
     "everynode.apiserver.registry.options",
     "everynode.apiserver.registry.templates",
     "everynode.client.events",
+    "everynode.client.expectations",
     "everynode.client.informer",
     "everynode.client.wakeup",
     "everynode.client.workqueue",
     "everynode.controllers.daemonset.adoption",
+    "everynode.controllers.daemonset.backoff",
     "everynode.controllers.daemonset.budgets",
     "everynode.controllers.daemonset.controller",
     "everynode.controllers.daemonset.daemonpods",

@@ -17,7 +17,6 @@ timeout follows virtual time in simulations and a fake clock in tests.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from everynode.clock import Clock
 
@@ -26,13 +25,18 @@ log = logging.getLogger(__name__)
 EXPECTATIONS_TIMEOUT = 5 * 60.0  # seconds, controller_utils.go ExpectationsTimeout
 
 
-@dataclass(slots=True)
 class Expectation:
-    """``ControlleeExpectations``: outstanding adds/deletes and when they were set."""
+    """``ControlleeExpectations``: outstanding adds/deletes and when they were set.  A plain class:
+    one is made on every sync that manages (compiled.py; a dataclass's ``__init__`` would run
+    interpreted)."""
 
-    adds: int
-    dels: int
-    timestamp: float  # clock.monotonic() when set
+    def __init__(self, adds: int, dels: int, timestamp: float) -> None:
+        self.adds = adds
+        self.dels = dels
+        self.timestamp = timestamp  # clock.monotonic() when set
+
+    def __repr__(self) -> str:
+        return f"Expectation(adds={self.adds}, dels={self.dels}, timestamp={self.timestamp})"
 
     def fulfilled(self) -> bool:
         return self.adds <= 0 and self.dels <= 0

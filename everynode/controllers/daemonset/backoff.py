@@ -12,7 +12,6 @@ clock) so the table is testable without waiting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 INITIAL_DELAY = 1.0
@@ -26,10 +25,12 @@ def failed_pods_backoff_key(ds: dict[str, Any], node_name: str) -> str:
     return f"{uid}/{observed}/{node_name}"
 
 
-@dataclass(slots=True)
 class _Entry:
-    delay: float
-    last_update: float
+    """One key's delay and when it last grew (a plain class, as compiled.py's records are)."""
+
+    def __init__(self, delay: float, last_update: float) -> None:
+        self.delay = delay
+        self.last_update = last_update
 
 
 class Backoff:
