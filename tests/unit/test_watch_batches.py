@@ -16,6 +16,7 @@ from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.clock import Clock
 from everynode.storage import watch as watchmod
 from everynode.storage.memory import MemoryStore
+from everynode.virtualtime import run_virtual
 
 PODS = resource("pods")
 
@@ -132,47 +133,52 @@ async def test_wait_with_a_timeout_returns_false_without_creating_a_task() -> No
     watch.stop()
 
 
-async def test_waits_for_one_deadline_arm_one_timer_which_still_ends_a_wait() -> None:
-    store = MemoryStore()
-    watch = store.watch("pods")
-    loop = asyncio.get_running_loop()
-    armed: list[float] = []
-    real_call_at = loop.call_at
+def test_waits_for_one_deadline_arm_one_timer_which_still_ends_a_wait() -> None:
+    """On virtual time (run_virtual): the deadlines are exact whatever the machine's load."""
 
-    def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
-        if getattr(callback, "__self__", None) is watch:  # the watch's timers, not wait_for's
-            armed.append(when)
-        return real_call_at(when, callback, *args, **kwargs)
+    async def scenario() -> None:
+        store = MemoryStore()
+        watch = store.watch("pods")
+        loop = asyncio.get_running_loop()
+        armed: list[float] = []
+        real_call_at = loop.call_at
 
-    loop.call_at = counting_call_at  # type: ignore[method-assign]
-    try:
-        deadline = loop.time() + 0.3
-        for name in ("a", "b", "c"):  # the bookmark loop: one deadline, a batch of events each time
-            waiting = asyncio.ensure_future(watch.wait_until(deadline))
+        def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+            if getattr(callback, "__self__", None) is watch:  # the watch's timers, not wait_for's
+                armed.append(when)
+            return real_call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = counting_call_at  # type: ignore[method-assign]
+        try:
+            deadline = loop.time() + 30.0
+            for name in ("a", "b", "c"):  # the bookmark loop: one deadline, a batch of events each time
+                waiting = asyncio.ensure_future(watch.wait_until(deadline))
+                await settle()
+                await store.create("pods", obj(name))
+                assert await waiting is True
+                assert names_of(watch.drain()) == [name]
+            assert armed == [deadline]
+            assert await watch.wait_until(deadline) is False  # the deadline passed
+            assert loop.time() == deadline
+            assert await watch.wait_until(deadline) is False  # already past: at once, nothing armed
+            assert armed == [deadline]
+            # A new deadline arms a new timer; the one left by it cannot end a wait without one.
+            later = loop.time() + 5.0
+            first = asyncio.ensure_future(watch.wait_until(later))
             await settle()
-            await store.create("pods", obj(name))
-            assert await asyncio.wait_for(waiting, 2) is True
-            assert names_of(watch.drain()) == [name]
-        assert armed == [deadline]
-        assert await asyncio.wait_for(watch.wait_until(deadline), 2) is False  # the deadline passed
-        assert loop.time() >= deadline
-        assert await watch.wait_until(deadline) is False  # already past: at once, nothing armed
-        assert armed == [deadline]
-        # A new deadline arms a new timer; the one left by it cannot end a wait without one.
-        later = loop.time() + 0.05
-        first = asyncio.ensure_future(watch.wait_until(later))
-        await settle()
-        await store.create("pods", obj("d"))
-        assert await asyncio.wait_for(first, 2) is True
-        assert names_of(watch.drain()) == ["d"]
-        endless = asyncio.ensure_future(watch.wait())
-        await asyncio.sleep(0.1)  # the timer of ``later`` fires: a stale wake-up only
-        assert not endless.done()
-        assert armed == [deadline, later]
-    finally:
-        del loop.call_at  # type: ignore[method-assign]
-    watch.stop()
-    assert await asyncio.wait_for(endless, 2) is True
+            await store.create("pods", obj("d"))
+            assert await first is True
+            assert names_of(watch.drain()) == ["d"]
+            endless = asyncio.ensure_future(watch.wait())
+            await asyncio.sleep(10.0)  # the timer of ``later`` fires: a stale wake-up only
+            assert not endless.done()
+            assert armed == [deadline, later]
+        finally:
+            del loop.call_at  # type: ignore[method-assign]
+        watch.stop()
+        assert await endless is True
+
+    run_virtual(scenario())
 
 
 async def test_wait_returns_true_when_the_watch_stops() -> None:
