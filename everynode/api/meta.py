@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -96,6 +97,17 @@ def controller_ref(obj: Obj) -> dict[str, Any] | None:
         if ref.get("controller"):
             return ref
     return None
+
+
+def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The object's ``metadata`` (empty when it has none, or it is null)."""
+    return obj.get("metadata") or {}
+
+
+def controller_uid(obj: Obj) -> str | None:
+    """The uid its controller reference names, if it has one."""
+    ref = controller_ref(obj)
+    return ref.get("uid") if ref is not None else None
 
 
 def make_controller_ref(owner: Obj, *, api_version: str, kind: str) -> dict[str, Any]:

@@ -62,13 +62,14 @@ from typing import TYPE_CHECKING, Any
 
 from everynode.api import meta as apimeta
 from everynode.api.errors import ApiError
+from everynode.api.meta import controller_uid, metadata_of
 from everynode.apiserver.tables import parse_time
 from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
 from everynode.product.collector import frozen_heap
 from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
-from everynode.product.plan_recorder import RolloutRecorder, controller_uid, metadata_of
+from everynode.product.plan_recorder import RolloutRecorder
 from everynode.product.why import EVENT_REASONS, Explanation, explain
 
 if TYPE_CHECKING:

@@ -10,10 +10,10 @@ write path (compiled.py), which ``plan``'s other code (loading, seeding, the ans
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from everynode.api import meta as apimeta
+from everynode.api.meta import controller_uid, metadata_of
 from everynode.api.node import is_node_ready
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
@@ -21,15 +21,6 @@ from everynode.controllers.daemonset.placement import Placement
 from everynode.product.waiting import rolled_out
 
 Obj = dict[str, Any]
-
-
-def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def controller_uid(obj: Obj) -> str | None:
-    ref = apimeta.controller_ref(obj)
-    return ref.get("uid") if ref is not None else None
 
 
 PodView = tuple[str, str, bool, bool]  # revision hash, phase, Ready, terminating
