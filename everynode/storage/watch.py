@@ -126,13 +126,7 @@ class StoreWatcher(Watch):
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait until an event is queued or the watch has stopped (True), or ``timeout`` seconds
         have passed (False).  Returns at once when either is already the case."""
-        if self._buffer or self._stopped:
-            return True
-        if timeout is None:
-            return await self.wait_until(None)
-        if timeout <= 0:
-            return False
-        return await self.wait_until(asyncio.get_running_loop().time() + timeout)
+        return await self.wait_until(None if timeout is None else asyncio.get_running_loop().time() + timeout)
 
     async def wait_until(self, deadline: float | None) -> bool:
         """Wait until an event is queued or the watch has stopped (True), or the loop's time
