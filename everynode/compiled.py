@@ -53,30 +53,28 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # maxUnavailable 1 it syncs seven times per pod replaced, and compiled the 5,000-node plan's
 # rollout took 9% less time) with its helpers (expectations and failed-pod back-off among them)
 # and incremental state (its pod index and the re-derivation of dirty nodes), work queue, Event
-# recorder and pod
-# simulation around them, the template creates, the scheduler (its loop and helpers: node and pod
-# infos, filters, scores, queue, cache), the kubelet simulation (node agent, pod lifecycle,
-# writers), the wake-up signal the kubelet writers and the scheduler queue sleep on, ``plan``'s
-# rollout recorder (fed every event of its copy) and the stores (memory and SQLite: every
-# write's apply and every read); no class here
-# is subclassed by code outside the list.  What tests used to replace in them has a seam instead,
-# since compiled callers would not see a replaced global or method: a test fails a SQLite commit
-# through the connection's authorizer, the golden converge records the published events with a
-# watch, the kubelet writers' yield interval is an attribute of the simulation, and the
-# scheduler's default spreading selector is a function of its inputs, the DaemonSet controller
-# counts its revision passes and node evaluations and awaits an optional hook after each burst of
-# creates (its class derives from the kit's interpreted ``ControllerLifecycle``, so mypyc makes it
-# an ordinary class with compiled methods, which call each other directly: a method replaced on an
-# instance or overridden in a subclass is not seen), and ``plan`` and the golden
-# converge seed generated names and uids through api/meta.py's module attributes
-# (``suffix_source``, read at every draw, and ``new_uid``, which only interpreted code calls, by
-# attribute: keep it so).  Left out on purpose,
-# because tests (or ``plan``'s seeding) replace a part of them, which compiled callers would not
-# see, or build or subclass their classes in ways compiled classes refuse: the DaemonSet
-# controller's history module, and the generic registry (subclassed by every resource's store).  The registry's watch module
-# uses async generators, which this mypyc does not compile.  The informer is compiled since its
-# ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410 in
-# ``sys.exc_info()`` and the next clean end of a stream raised it again, a relist where the
+# recorder and pod simulation around them, the template creates, the scheduler (its loop and
+# helpers: node and pod infos, filters, scores, queue, cache), the kubelet simulation (node agent,
+# pod lifecycle, writers), the wake-up signal the kubelet writers and the scheduler queue sleep
+# on, ``plan``'s rollout recorder (fed every event of its copy) and the stores (memory and SQLite:
+# every write's apply and every read); no class here is subclassed by code outside the list.  What
+# tests used to replace in them has a seam instead, since compiled callers would not see a
+# replaced global or method: a test fails a SQLite commit through the connection's authorizer, the
+# golden converge records the published events with a watch, the kubelet writers' yield interval
+# is an attribute of the simulation, and the scheduler's default spreading selector is a function
+# of its inputs, the DaemonSet controller counts its revision passes and node evaluations and
+# awaits an optional hook after each burst of creates (its class derives from the kit's
+# interpreted ``ControllerLifecycle``, so mypyc makes it an ordinary class with compiled methods,
+# which call each other directly: a method replaced on an instance or overridden in a subclass is
+# not seen), and ``plan`` and the golden converge seed generated names and uids through
+# api/meta.py's module attributes (``suffix_source``, read at every draw, and ``new_uid``, which
+# only interpreted code calls, by attribute: keep it so). Left out on purpose, because tests (or
+# ``plan``'s seeding) replace a part of them, which compiled callers would not see, or build or
+# subclass their classes in ways compiled classes refuse: the DaemonSet controller's history
+# module, and the generic registry (subclassed by every resource's store). The registry's watch
+# module uses async generators, which this mypyc does not compile.  The informer is compiled since
+# its ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410
+# in ``sys.exc_info()`` and the next clean end of a stream raised it again, a relist where the
 # source resumes (the docstring's last paragraph).
 MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",

@@ -4,9 +4,10 @@ re-derivation for the nodes that changed (controller.py's module docstring, "Inc
 Why a module of its own: these run for every pod event and every dirty node of every sync —
 at maxUnavailable 10% of a 5,000-node rollout, ``refresh`` alone was 6.7% of ``plan``'s rollout
 and the controller's other handlers as much again — and they are plain functions over typed
-classes, the controller's data apart from its wiring to informers, queue and API.  ``refresh`` is the status half of upstream's
-``updateDaemonSetStatus`` and the rolling update's node classification (``rollingUpdate``),
-each for the dirty nodes only; ``node_pods`` is ``getNodesToDaemonPods`` for one node.
+classes: the controller's data, apart from its wiring to informers, queue and API.
+``refresh`` is the status half of upstream's ``updateDaemonSetStatus`` and the rolling
+update's node classification (``rollingUpdate``), each for the dirty nodes only;
+``node_pods`` is ``getNodesToDaemonPods`` for one node.
 """
 
 from __future__ import annotations
