@@ -19,6 +19,16 @@ never imposed on an embedding program (``everynode.Cluster``) beyond the call th
   is reclaimed only after it (the copy is dropped at its end anyway); acyclic garbage is freed at
   once as always.
 
+* :func:`deferred_passes`: no generation-0 pass until :data:`PLAN_YOUNG_LIMIT` new tracked
+  objects have piled up.  For ``plan``: what a rollout in the copy creates and keeps (each
+  object's new versions, informer entries) survives its first pass, so each pass only walked
+  living objects — and touched the old ones they refer to, out of the CPU's caches: 73 ms per
+  pass at 5,000 nodes, 0.5 s (4%) of a rollout at maxUnavailable 1 (seven passes), 0.08 s of
+  one at 2,000 nodes.  None of those passes, and no full collection at the rollout's end, found
+  a single unreachable object (at 2,000 nodes, maxUnavailable 1 and 10%): the simulation makes
+  no cyclic garbage to speak of.  The limit keeps memory bounded if a plan ever does (a pass
+  then walks the pile once, as the default pace would have over time).
+
 The pace matters more than the freeze: ``everynode plan`` ran at CPython's default pace until
 it used :func:`own_pace`.  The same callgrind run at the default pace against
 :data:`GC_THRESHOLDS` (both with the freeze): the collector's work 1,564 → 799 million
@@ -32,6 +42,10 @@ import gc
 from collections.abc import Callable, Iterator
 
 GC_THRESHOLDS = (50_000, 20, 100)
+
+# Net new tracked objects before a generation-0 pass, while a plan's copy runs (a 5,000-node
+# rollout at maxUnavailable 1 keeps about 350,000: it never reaches this).
+PLAN_YOUNG_LIMIT = 2_000_000
 
 
 @contextlib.contextmanager
@@ -57,3 +71,16 @@ def frozen_heap() -> Iterator[Callable[[], None]]:
     finally:
         if ours:
             gc.unfreeze()
+
+
+@contextlib.contextmanager
+def deferred_passes(young_limit: int = PLAN_YOUNG_LIMIT) -> Iterator[None]:
+    """Generation-0 passes only after ``young_limit`` net new tracked objects within the block
+    (the older generations keep their pace); the caller's thresholds again after it."""
+    before = gc.get_threshold()
+    if before[0] != 0:  # (0: the caller switched automatic passes off; so they stay)
+        gc.set_threshold(max(young_limit, before[0]), before[1], before[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)

@@ -67,7 +67,7 @@ from everynode.apiserver.tables import parse_time
 from everynode.controllers.daemonset.budgets import BudgetError, update_budgets
 from everynode.kubelet.nodeagent import KUBELET_ANNOTATION, NODE_INDEX_ANNOTATION, STOPPED
 from everynode.product.clusterdump import ClusterObjects, read_live
-from everynode.product.collector import frozen_heap
+from everynode.product.collector import deferred_passes, frozen_heap
 from everynode.product.plan_load import Loaded, LoadError, load_snapshot, node_copy
 from everynode.product.plan_recorder import RolloutRecorder
 from everynode.product.why import EVENT_REASONS, Explanation, explain
@@ -361,8 +361,9 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
     # The copy lives until the plan ends: what is loaded, then what starting it builds (informer
-    # caches, indexes), is taken out of the garbage collector's passes (collector.py).
-    with frozen_heap() as freeze:
+    # caches, indexes), is taken out of the garbage collector's passes, and what its rollout
+    # keeps is not walked at every 50,000 new objects (collector.py).
+    with frozen_heap() as freeze, deferred_passes():
 
         async def seed(client: Any) -> None:
             phases.end("prepare")

@@ -39,6 +39,7 @@ import pytest
 import yaml
 
 from everynode.product.clusterdump import ClusterObjects, iter_objects
+from everynode.product.collector import PLAN_YOUNG_LIMIT
 from everynode.product.plan import PlanError, PlanOptions, estimate_startup, plan, snapshot_time
 from everynode.virtualtime import run_virtual
 from tests.support import plan_cluster as pc
@@ -162,12 +163,14 @@ def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> 
 def test_the_copy_is_kept_out_of_the_collectors_passes_while_the_plan_runs(
         objects: ClusterObjects, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loaded copy is frozen (collector.py) after the load and once started, and handed back
-    to the collector when the plan ends, failed or not."""
+    to the collector when the plan ends, failed or not; meanwhile young objects are collected
+    only past the plan's limit."""
     import gc
 
     from everynode.product import plan as plan_module
 
     counts: list[int] = []
+    young_limits: list[int] = []
     real = plan_module.frozen_heap
 
     @contextlib.contextmanager
@@ -176,14 +179,18 @@ def test_the_copy_is_kept_out_of_the_collectors_passes_while_the_plan_runs(
             def counting() -> None:
                 freeze()
                 counts.append(gc.get_freeze_count())
+                young_limits.append(gc.get_threshold()[0])
             yield counting
 
     monkeypatch.setattr(plan_module, "frozen_heap", observed)
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     result = plan(objects, pc.change(), PlanOptions(pod_startup=S))
     assert result.preempted  # the plan ran through
     assert len(counts) == 2 and 0 < counts[0] <= counts[1]  # the loaded copy, then the started one
     assert gc.get_freeze_count() == 0
+    # what the copy keeps meanwhile is not walked at every pass of the caller's pace
+    assert young_limits == [PLAN_YOUNG_LIMIT, PLAN_YOUNG_LIMIT] and gc.get_threshold() == thresholds
     broken = pc.change()
     broken["spec"]["template"]["spec"]["containers"][0]["image"] = ""  # refused: the plan fails
     with pytest.raises(PlanError):
