@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from everynode.api.meta import field_of
+
 Obj = Mapping[str, Any]  # read-only: any JSON-shaped object
 
 ROLLING_UPDATE = "RollingUpdate"
@@ -19,9 +21,10 @@ ON_DELETE = "OnDelete"
 
 def min_ready_seconds(ds: Obj) -> int:
     """``spec.minReadySeconds`` (0 when absent)."""
-    return int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+    return int(field_of(field_of(ds, "spec"), "minReadySeconds") or 0)
 
 
 def update_strategy_type(ds: Obj) -> str:
     """``spec.updateStrategy.type`` (``RollingUpdate`` when absent, as defaulting sets it)."""
-    return ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or ROLLING_UPDATE
+    kind = field_of(field_of(field_of(ds, "spec"), "updateStrategy"), "type")
+    return kind if isinstance(kind, str) and kind else ROLLING_UPDATE

@@ -13,6 +13,7 @@ from typing import Any
 
 from everynode.api import intstr
 from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
+from everynode.api.meta import field_of
 
 Obj = dict[str, Any]
 
@@ -25,30 +26,38 @@ class BudgetError(ValueError):
     """An unusable maxSurge / maxUnavailable; the message is upstream's."""
 
 
-def _rolling(ds: Obj) -> Obj | None:
+def _rolling(ds: Obj) -> Any:
+    """``spec.updateStrategy.rollingUpdate`` of a RollingUpdate DaemonSet (None otherwise)."""
     if update_strategy_type(ds) != ROLLING_UPDATE:
         return None
-    return ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate")
+    return field_of(field_of(field_of(ds, "spec"), "updateStrategy"), "rollingUpdate")
 
 
-def surge_count(ds: Obj, number_to_schedule: int) -> int:
-    """``SurgeCount``: 0 unless RollingUpdate with a maxSurge; percentages round up."""
-    rolling = _rolling(ds)
-    if rolling is None or rolling.get("maxSurge") is None:
+def _surge(rolling: Any, number_to_schedule: int) -> int:
+    value = field_of(rolling, "maxSurge")
+    if value is None:
         return 0
-    return intstr.scaled_value(rolling["maxSurge"], number_to_schedule, round_up=True)
+    return intstr.scaled_value(value, number_to_schedule, round_up=True)
 
 
-def unavailable_count(ds: Obj, number_to_schedule: int) -> int:
-    """``UnavailableCount``: 0 unless RollingUpdate; percentages round up."""
-    rolling = _rolling(ds)
+def _unavailable(rolling: Any, number_to_schedule: int) -> int:
     if rolling is None:
         return 0
-    value = rolling.get("maxUnavailable")
+    value = field_of(rolling, "maxUnavailable")
     if value is None:
         # Go: GetScaledValueFromIntOrPercent(nil, ...) fails; defaulting makes this unreachable.
         raise ValueError("nil value for IntOrString")
     return intstr.scaled_value(value, number_to_schedule, round_up=True)
+
+
+def surge_count(ds: Obj, number_to_schedule: int) -> int:
+    """``SurgeCount``: 0 unless RollingUpdate with a maxSurge; percentages round up."""
+    return _surge(_rolling(ds), number_to_schedule)
+
+
+def unavailable_count(ds: Obj, number_to_schedule: int) -> int:
+    """``UnavailableCount``: 0 unless RollingUpdate; percentages round up."""
+    return _unavailable(_rolling(ds), number_to_schedule)
 
 
 def allows_surge(ds: Obj) -> bool:
@@ -65,12 +74,13 @@ def update_budgets(ds: Obj, desired: int) -> tuple[int, int]:
     Raises :class:`BudgetError` with ``invalid value for MaxUnavailable: …`` /
     ``invalid value for MaxSurge: …``.
     """
+    rolling = _rolling(ds)
     try:
-        max_unavailable = unavailable_count(ds, desired)
+        max_unavailable = _unavailable(rolling, desired)
     except ValueError as e:
         raise BudgetError(f"invalid value for MaxUnavailable: {e}") from e
     try:
-        max_surge = surge_count(ds, desired)
+        max_surge = _surge(rolling, desired)
     except ValueError as e:
         raise BudgetError(f"invalid value for MaxSurge: {e}") from e
     if desired > 0 and max_unavailable == 0 and max_surge == 0:

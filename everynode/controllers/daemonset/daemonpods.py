@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from everynode.api.meta import deep_copy, make_controller_ref
+from everynode.api.meta import deep_copy, field_of, make_controller_ref
 from everynode.api.pod import timestamp_seconds
 from everynode.controllers.daemonset.placement import with_daemon_tolerations
 
@@ -34,7 +34,7 @@ OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField
 
 def template_generation(ds: Mapping[str, Any]) -> int | None:
     """``GetTemplateGeneration``: the deprecated annotation as an int; missing/unparsable → None."""
-    text = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    text = field_of(field_of(field_of(ds, "metadata"), "annotations"), TEMPLATE_GENERATION_ANNOTATION)
     if text is None:
         return None
     try:

@@ -173,19 +173,41 @@ def count_status(node_eligibility: Mapping[str, bool], node_to_pods: Mapping[str
     return counts
 
 
+_NOTHING: Final[dict[str, Any]] = {}  # (read only)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A field's object, or an empty one to read (typed, so that compiled reads of its fields
+    are dict lookups rather than method calls by name)."""
+    return value if isinstance(value, dict) else _NOTHING
+
+
+def _count(status: dict[str, Any], field: str) -> int:
+    value = status.get(field) or 0
+    return value if isinstance(value, int) else int(value)
+
+
 def counters_unchanged(ds: Obj, counts: StatusCounts) -> bool:
-    status = ds.get("status") or {}
-    return all(int(status.get(f) or 0) == v for f, v in counts.as_status().items())
+    """Whether the status holds these counters (the fields of :meth:`StatusCounts.as_status`:
+    one comparison each, as every sync asks this and mostly hears yes)."""
+    status = _object(ds.get("status"))
+    return (_count(status, "desiredNumberScheduled") == counts.desired
+            and _count(status, "currentNumberScheduled") == counts.current
+            and _count(status, "numberMisscheduled") == counts.misscheduled
+            and _count(status, "numberReady") == counts.ready
+            and _count(status, "updatedNumberScheduled") == counts.updated
+            and _count(status, "numberAvailable") == counts.available
+            and _count(status, "numberUnavailable") == counts.unavailable)
 
 
 def needs_write(ds: Obj, counts: StatusCounts, conditions: list[Obj] | None = None) -> bool:
     """Upstream's skip rule (counters equal and observedGeneration ≥ generation), extended by
     "conditions unchanged"."""
-    status = ds.get("status") or {}
-    md = ds.get("metadata") or {}
+    status = _object(ds.get("status"))
+    md = _object(ds.get("metadata"))
     if not counters_unchanged(ds, counts):
         return True
-    if int(status.get("observedGeneration") or 0) < int(md.get("generation") or 0):
+    if _count(status, "observedGeneration") < _count(md, "generation"):
         return True
     return conditions is not None and (status.get("conditions") or []) != conditions
 
@@ -243,11 +265,13 @@ def _find(conditions: Iterable[Obj], type_: str) -> Obj | None:
     return None
 
 
-def _condition(type_: str, status: str, reason: str, message: str, *, now_text: str,
+def _condition(type_: str, status: str, reason: str, message: str, *, now: float,
                previous: Obj | None) -> Obj:
-    same_status = previous is not None and previous.get("status") == status
-    transition = (previous or {}).get("lastTransitionTime") if same_status else None
-    return {"type": type_, "status": status, "lastTransitionTime": transition or now_text,
+    """The condition, keeping the previous one's lastTransitionTime while its status holds (the
+    time is only rendered for a transition: most syncs keep both conditions)."""
+    transition = previous.get("lastTransitionTime") if previous is not None \
+        and previous.get("status") == status else None
+    return {"type": type_, "status": status, "lastTransitionTime": transition or format_rfc3339(now),
             "reason": reason, "message": message}
 
 
@@ -262,12 +286,11 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
     ``lastUpdateTime`` field, so the API would drop it.  Other condition types already present
     are kept untouched (after ours).
     """
-    md = ds.get("metadata") or {}
-    status = ds.get("status") or {}
+    md = _object(ds.get("metadata"))
+    status = _object(ds.get("status"))
     name = md.get("name") or ""
     previous_conditions = status.get("conditions") or []
-    now_text = format_rfc3339(now)
-    generation = int(md.get("generation") or 0)
+    generation = _count(md, "generation")
     on_delete = update_strategy_type(ds) == ON_DELETE
     recheck: float | None = None
 
@@ -280,29 +303,29 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
         last_progress is None
         or prev is None
         or prev.get("reason") not in (REASON_ROLLING_OUT, REASON_STUCK)
-        or int(status.get("observedGeneration") or 0) < observed_generation
-        or counts.updated > int(status.get("updatedNumberScheduled") or 0)
-        or counts.available > int(status.get("numberAvailable") or 0)
-        or counts.ready > int(status.get("numberReady") or 0)
-        or counts.current > int(status.get("currentNumberScheduled") or 0)
+        or _count(status, "observedGeneration") < observed_generation
+        or counts.updated > _count(status, "updatedNumberScheduled")
+        or counts.available > _count(status, "numberAvailable")
+        or counts.ready > _count(status, "numberReady")
+        or counts.current > _count(status, "currentNumberScheduled")
     )
     if progressed or last_progress is None:
         last_progress = now
     if complete:
         progressing = _condition(PROGRESSING, "True", REASON_COMPLETE,
-                                 f'DaemonSet "{name}" has successfully progressed.', now_text=now_text, previous=prev)
+                                 f'DaemonSet "{name}" has successfully progressed.', now=now, previous=prev)
     elif on_delete:
         progressing = _condition(PROGRESSING, "True", REASON_ON_DELETE,
                                  f'DaemonSet "{name}" uses the OnDelete strategy: {summary}; '
-                                 "old pods are replaced when they are deleted.", now_text=now_text, previous=prev)
+                                 "old pods are replaced when they are deleted.", now=now, previous=prev)
     elif not progressed and ((prev is not None and prev.get("reason") == REASON_STUCK)
                              or now - last_progress > progress_deadline):
         progressing = _condition(PROGRESSING, "False", REASON_STUCK,
                                  f'DaemonSet "{name}" has timed out progressing: {summary}; no progress for '
-                                 f"more than {int(progress_deadline)}s.", now_text=now_text, previous=prev)
+                                 f"more than {int(progress_deadline)}s.", now=now, previous=prev)
     else:
         progressing = _condition(PROGRESSING, "True", REASON_ROLLING_OUT,
-                                 f'DaemonSet "{name}" is progressing: {summary}.', now_text=now_text, previous=prev)
+                                 f'DaemonSet "{name}" is progressing: {summary}.', now=now, previous=prev)
         recheck = max(0.0, last_progress + progress_deadline - now) + 1.0
 
     try:
@@ -314,9 +337,9 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
     prev_av = _find(previous_conditions, AVAILABLE)
     if counts.available >= counts.desired - max_unavailable:
         available = _condition(AVAILABLE, "True", REASON_MIN_AVAILABLE, "DaemonSet has minimum availability.",
-                               now_text=now_text, previous=prev_av)
+                               now=now, previous=prev_av)
     else:
         available = _condition(AVAILABLE, "False", REASON_MIN_UNAVAILABLE,
-                               "DaemonSet does not have minimum availability.", now_text=now_text, previous=prev_av)
+                               "DaemonSet does not have minimum availability.", now=now, previous=prev_av)
     others = [c for c in previous_conditions if c.get("type") not in (PROGRESSING, AVAILABLE)]
     return [available, progressing, *others], recheck, last_progress
