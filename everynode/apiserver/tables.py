@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from everynode.api import schema
+from everynode.api.meta import metadata_of
 from everynode.api.registry import ResourceType
 
 Obj = Mapping[str, Any]
@@ -138,12 +139,8 @@ def _age_col() -> dict[str, Any]:
     return _col("Age", "string", _doc(_OBJECT_META, "creationTimestamp"))
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def _age(obj: Obj, now: float) -> str:
-    return _since(_meta(obj).get("creationTimestamp"), now)
+    return _since(metadata_of(obj).get("creationTimestamp"), now)
 
 
 def _template_containers(obj: Obj) -> list[Mapping[str, Any]]:
@@ -178,7 +175,7 @@ def _ds_cells(obj: Obj, now: float) -> list[Any]:
     containers = _template_containers(obj)
     node_selector = (((spec.get("template") or {}).get("spec") or {}).get("nodeSelector"))
     return [
-        _meta(obj).get("name", ""),
+        metadata_of(obj).get("name", ""),
         int(status.get("desiredNumberScheduled") or 0),
         int(status.get("currentNumberScheduled") or 0),
         int(status.get("numberReady") or 0),
@@ -315,7 +312,7 @@ def pod_status(pod: Obj, now: float) -> tuple[str, str, str]:
             elif has_running:
                 reason = "NotReady"
 
-    deleting = _meta(pod).get("deletionTimestamp") is not None
+    deleting = metadata_of(pod).get("deletionTimestamp") is not None
     if deleting and status.get("reason") == "NodeLost":
         reason = "Unknown"
     elif deleting and phase not in ("Succeeded", "Failed"):
@@ -340,7 +337,7 @@ def _pod_cells(pod: Obj, now: float) -> list[Any]:
         gates_text = f"{true_gates}/{len(gates)}"
     else:
         gates_text = _NONE
-    return [_meta(pod).get("name", ""), ready, reason, restarts, _age(pod, now), ip,
+    return [metadata_of(pod).get("name", ""), ready, reason, restarts, _age(pod, now), ip,
             spec.get("nodeName") or _NONE, status.get("nominatedNodeName") or _NONE, gates_text]
 
 
@@ -373,7 +370,7 @@ def _node_columns() -> list[dict[str, Any]]:
 def node_roles(node: Obj) -> list[str]:
     """``findNodeRoles``: ``node-role.kubernetes.io/<role>`` keys and ``kubernetes.io/role``, sorted."""
     roles: set[str] = set()
-    for k, v in (_meta(node).get("labels") or {}).items():
+    for k, v in (metadata_of(node).get("labels") or {}).items():
         if k.startswith("node-role.kubernetes.io/"):
             role = k[len("node-role.kubernetes.io/"):]
             if role:
@@ -405,7 +402,7 @@ def _node_address(node: Obj, type_: str) -> str:
 def _node_cells(node: Obj, now: float) -> list[Any]:
     info = (node.get("status") or {}).get("nodeInfo") or {}
     return [
-        _meta(node).get("name", ""), node_status(node), ",".join(node_roles(node)) or _NONE, _age(node, now),
+        metadata_of(node).get("name", ""), node_status(node), ",".join(node_roles(node)) or _NONE, _age(node, now),
         info.get("kubeletVersion", ""), _node_address(node, "InternalIP"), _node_address(node, "ExternalIP"),
         info.get("osImage") or _UNKNOWN, info.get("kernelVersion") or _UNKNOWN,
         info.get("containerRuntimeVersion") or _UNKNOWN,
@@ -417,7 +414,7 @@ def _namespace_columns() -> list[dict[str, Any]]:
 
 
 def _namespace_cells(ns: Obj, now: float) -> list[Any]:
-    return [_meta(ns).get("name", ""), (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
+    return [metadata_of(ns).get("name", ""), (ns.get("status") or {}).get("phase", ""), _age(ns, now)]
 
 
 def _event_columns() -> list[dict[str, Any]]:
@@ -473,7 +470,7 @@ def _event_cells(raw: Obj, now: float) -> list[Any]:
     instance = source.get("host") or ev.get("reportingInstance") or ""
     source_text = component if not instance else f"{component}, {instance}"
     return [last, ev.get("type", ""), ev.get("reason", ""), target, involved.get("fieldPath", ""),
-            source_text, (ev.get("message") or "").strip(), first, count, _meta(raw).get("name", "")]
+            source_text, (ev.get("message") or "").strip(), first, count, metadata_of(raw).get("name", "")]
 
 
 def _controller_revision_columns() -> list[dict[str, Any]]:
@@ -483,7 +480,7 @@ def _controller_revision_columns() -> list[dict[str, Any]]:
 
 def _controller_revision_cells(cr: Obj, now: float) -> list[Any]:
     controller = _NONE
-    for ref in _meta(cr).get("ownerReferences") or ():
+    for ref in metadata_of(cr).get("ownerReferences") or ():
         if ref.get("controller"):
             api_version = ref.get("apiVersion", "")
             group = api_version.split("/", 1)[0] if "/" in api_version else ""
@@ -491,7 +488,7 @@ def _controller_revision_cells(cr: Obj, now: float) -> list[Any]:
             group_kind = f"{kind}.{group}" if group else kind
             controller = f"{group_kind.lower()}/{ref.get('name', '')}" if group_kind else ref.get("name", "")
             break
-    return [_meta(cr).get("name", ""), controller, int(cr.get("revision") or 0), _age(cr, now)]
+    return [metadata_of(cr).get("name", ""), controller, int(cr.get("revision") or 0), _age(cr, now)]
 
 
 def _lease_columns() -> list[dict[str, Any]]:
@@ -500,7 +497,7 @@ def _lease_columns() -> list[dict[str, Any]]:
 
 
 def _lease_cells(lease: Obj, now: float) -> list[Any]:
-    return [_meta(lease).get("name", ""), (lease.get("spec") or {}).get("holderIdentity") or "", _age(lease, now)]
+    return [metadata_of(lease).get("name", ""), (lease.get("spec") or {}).get("holderIdentity") or "", _age(lease, now)]
 
 
 def _priority_class_columns() -> list[dict[str, Any]]:
@@ -511,7 +508,7 @@ def _priority_class_columns() -> list[dict[str, Any]]:
 
 
 def _priority_class_cells(pc: Obj, now: float) -> list[Any]:
-    return [_meta(pc).get("name", ""), int(pc.get("value") or 0), bool(pc.get("globalDefault")),
+    return [metadata_of(pc).get("name", ""), int(pc.get("value") or 0), bool(pc.get("globalDefault")),
             _age(pc, now), pc.get("preemptionPolicy") or ""]
 
 
@@ -556,7 +553,7 @@ def _service_cells(svc: Obj, now: float) -> list[Any]:
     for p in spec.get("ports") or []:
         node_port = f":{p['nodePort']}" if p.get("nodePort") else ""
         ports.append(f"{p.get('port', 0)}{node_port}/{p.get('protocol', '')}")
-    return [_meta(svc).get("name", ""), spec.get("type", ""), cluster_ips[0] if cluster_ips else _NONE,
+    return [metadata_of(svc).get("name", ""), spec.get("type", ""), cluster_ips[0] if cluster_ips else _NONE,
             _service_external_ip(svc), ",".join(ports) or _NONE, _age(svc, now), format_labels(spec.get("selector"))]
 
 
@@ -595,7 +592,7 @@ def format_endpoints(ep: Obj) -> str:
 
 
 def _endpoints_cells(ep: Obj, now: float) -> list[Any]:
-    return [_meta(ep).get("name", ""), format_endpoints(ep), _age(ep, now)]
+    return [metadata_of(ep).get("name", ""), format_endpoints(ep), _age(ep, now)]
 
 
 def _configmap_columns() -> list[dict[str, Any]]:
@@ -603,7 +600,7 @@ def _configmap_columns() -> list[dict[str, Any]]:
 
 
 def _configmap_cells(cm: Obj, now: float) -> list[Any]:
-    return [_meta(cm).get("name", ""), len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm, now)]
+    return [metadata_of(cm).get("name", ""), len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm, now)]
 
 
 def _secret_columns() -> list[dict[str, Any]]:
@@ -612,7 +609,7 @@ def _secret_columns() -> list[dict[str, Any]]:
 
 
 def _secret_cells(secret: Obj, now: float) -> list[Any]:
-    return [_meta(secret).get("name", ""), secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
+    return [metadata_of(secret).get("name", ""), secret.get("type", ""), len(secret.get("data") or {}), _age(secret, now)]
 
 
 def _service_account_columns() -> list[dict[str, Any]]:
@@ -620,7 +617,7 @@ def _service_account_columns() -> list[dict[str, Any]]:
 
 
 def _service_account_cells(sa: Obj, now: float) -> list[Any]:
-    return [_meta(sa).get("name", ""), len(sa.get("secrets") or []), _age(sa, now)]
+    return [metadata_of(sa).get("name", ""), len(sa.get("secrets") or []), _age(sa, now)]
 
 
 def _endpoint_slice_columns() -> list[dict[str, Any]]:
@@ -652,7 +649,7 @@ def _endpoint_slice_cells(es: Obj, now: float) -> list[Any]:
             elif len(addrs) == 3:
                 amore = True
             acount += 1
-    return [_meta(es).get("name", ""), es.get("addressType", ""), _list_with_more(ports, more, count, 3),
+    return [metadata_of(es).get("name", ""), es.get("addressType", ""), _list_with_more(ports, more, count, 3),
             _list_with_more(addrs, amore, acount, 3), _age(es, now)]
 
 
@@ -680,7 +677,7 @@ def _binding_cells(binding: Obj, now: float) -> list[Any]:
             by_kind[kind].append(f"{subject.get('namespace', '')}:{subject.get('name', '')}")
         elif kind in by_kind:
             by_kind[kind].append(subject.get("name", ""))
-    return [_meta(binding).get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now),
+    return [metadata_of(binding).get("name", ""), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(binding, now),
             ", ".join(by_kind["User"]), ", ".join(by_kind["Group"]), ", ".join(by_kind["ServiceAccount"])]
 
 
@@ -701,7 +698,7 @@ def _pdb_cells(pdb: Obj, now: float) -> list[Any]:
     def bound(value: Any) -> str:
         return "N/A" if value is None else str(value)
 
-    return [_meta(pdb).get("name", ""), bound(spec.get("minAvailable")), bound(spec.get("maxUnavailable")),
+    return [metadata_of(pdb).get("name", ""), bound(spec.get("minAvailable")), bound(spec.get("maxUnavailable")),
             int(status.get("disruptionsAllowed") or 0), _age(pdb, now)]
 
 
@@ -726,7 +723,7 @@ def job_status(job: Obj) -> str:
         return "Complete"
     if _condition_true(conditions, "Failed"):
         return "Failed"
-    if _meta(job).get("deletionTimestamp"):
+    if metadata_of(job).get("deletionTimestamp"):
         return "Terminating"
     for reason in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
         if _condition_true(conditions, reason):
@@ -754,7 +751,7 @@ def _job_cells(job: Obj, now: float) -> list[Any]:
     else:
         took = human_duration(end - start)
     containers = _template_containers(job)
-    return [_meta(job).get("name", ""), job_status(job), completions, took, _age(job, now),
+    return [metadata_of(job).get("name", ""), job_status(job), completions, took, _age(job, now),
             ",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers),
             format_selector(spec.get("selector"))]
 
@@ -764,7 +761,7 @@ def _default_columns() -> list[dict[str, Any]]:
 
 
 def _default_cells(obj: Obj, now: float) -> list[Any]:
-    return [_meta(obj).get("name", ""), _meta(obj).get("creationTimestamp") or ""]
+    return [metadata_of(obj).get("name", ""), metadata_of(obj).get("creationTimestamp") or ""]
 
 
 Printer = tuple[Callable[[], list[dict[str, Any]]], Callable[[Obj, float], list[Any]]]
@@ -832,7 +829,7 @@ def _cells_of(rt: ResourceType) -> Callable[[Obj, float], list[Any]]:
 
 
 def partial_object_metadata(obj: Obj) -> dict[str, Any]:
-    metadata = {k: v for k, v in _meta(obj).items() if k != "managedFields"}
+    metadata = {k: v for k, v in metadata_of(obj).items() if k != "managedFields"}
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}
 
 
@@ -902,7 +899,7 @@ def _deployment_cells(obj: Obj, now: float) -> list[Any]:
     status = obj.get("status") or {}
     desired = int((obj.get("spec") or {}).get("replicas") or 0)
     return [
-        _meta(obj).get("name", ""),
+        metadata_of(obj).get("name", ""),
         f"{int(status.get('readyReplicas') or 0)}/{desired}",
         int(status.get("updatedReplicas") or 0),
         int(status.get("availableReplicas") or 0),
@@ -926,7 +923,7 @@ def _replica_set_columns() -> list[dict[str, Any]]:
 def _replica_set_cells(obj: Obj, now: float) -> list[Any]:
     status = obj.get("status") or {}
     return [
-        _meta(obj).get("name", ""),
+        metadata_of(obj).get("name", ""),
         int((obj.get("spec") or {}).get("replicas") or 0),
         int(status.get("replicas") or 0),
         int(status.get("readyReplicas") or 0),

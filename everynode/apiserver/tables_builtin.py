@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from everynode.api.meta import metadata_of
 from everynode.api.quantity import canonical_quantity
 from everynode.apiserver.tables import (
     _CORE,
@@ -26,7 +27,6 @@ from everynode.apiserver.tables import (
     _age_col,
     _col,
     _doc,
-    _meta,
     _name_col,
     _since,
     format_labels,
@@ -40,7 +40,7 @@ _IMAGES = "Images referenced by each container in the template."
 
 
 def _name(obj: Obj) -> str:
-    return _meta(obj).get("name", "")
+    return metadata_of(obj).get("name", "")
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
@@ -211,7 +211,7 @@ def _hpa_cells(obj: Obj, now: float) -> list[Any]:
 
 def _pv_class(obj: Obj, spec: Mapping[str, Any]) -> str:
     """``GetPersistentVolume(Claim)Class``: the beta annotation wins over the field."""
-    annotations = _meta(obj).get("annotations") or {}
+    annotations = metadata_of(obj).get("annotations") or {}
     beta = annotations.get("volume.beta.kubernetes.io/storage-class")
     if beta is not None:
         return beta
@@ -234,7 +234,7 @@ def _pv_cells(obj: Obj, now: float) -> list[Any]:
     spec, status = _spec(obj), _status(obj)
     claim = spec.get("claimRef")
     claim_text = f"{claim.get('namespace', '')}/{claim.get('name', '')}" if claim else ""
-    phase = "Terminating" if _meta(obj).get("deletionTimestamp") else status.get("phase", "")
+    phase = "Terminating" if metadata_of(obj).get("deletionTimestamp") else status.get("phase", "")
     return [_name(obj), _quantity((spec.get("capacity") or {}).get("storage")), _access_modes(spec.get("accessModes")),
             spec.get("persistentVolumeReclaimPolicy", ""), phase, claim_text, _pv_class(obj, spec),
             spec.get("volumeAttributesClassName") or _UNSET, status.get("reason", ""), _age(obj, now),
@@ -252,7 +252,7 @@ def _pvc_columns() -> list[dict[str, Any]]:
 
 def _pvc_cells(obj: Obj, now: float) -> list[Any]:
     spec, status = _spec(obj), _status(obj)
-    phase = "Terminating" if _meta(obj).get("deletionTimestamp") else status.get("phase", "")
+    phase = "Terminating" if metadata_of(obj).get("deletionTimestamp") else status.get("phase", "")
     capacity = modes = ""
     if spec.get("volumeName"):
         modes = _access_modes(status.get("accessModes"))
@@ -274,7 +274,7 @@ def _storage_class_columns() -> list[dict[str, Any]]:
 
 
 def _storage_class_cells(obj: Obj, now: float) -> list[Any]:
-    annotations = _meta(obj).get("annotations") or {}
+    annotations = metadata_of(obj).get("annotations") or {}
     name = _name(obj)
     if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
         name += " (default)"

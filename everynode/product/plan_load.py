@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from everynode.api.errors import ApiError
+from everynode.api.meta import metadata_of
 from everynode.api.node import ready_status
 from everynode.client.base import Client
 from everynode.kubelet.nodeagent import EXTERNAL, KUBELET_ANNOTATION, STOPPED
@@ -76,21 +77,17 @@ class LoadError(Exception):
     """The snapshot holds something the copy cannot take; one line naming the object."""
 
 
-def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def stripped(obj: Mapping[str, Any], *, keep_status: bool = True) -> Obj:
     """A copy of ``obj`` without the fields the API server sets (and without status unless kept)."""
     out: Obj = {k: v for k, v in obj.items() if k != "status" or keep_status}
-    md = {k: v for k, v in _md(obj).items() if k not in SERVER_FIELDS}
+    md = {k: v for k, v in metadata_of(obj).items() if k not in SERVER_FIELDS}
     out["metadata"] = md
     return out
 
 
 def _remapped_owners(obj: Mapping[str, Any], uids: Mapping[str, str]) -> list[Obj]:
     refs = []
-    for ref in _md(obj).get("ownerReferences") or ():
+    for ref in metadata_of(obj).get("ownerReferences") or ():
         new = uids.get(ref.get("uid") or "")
         if ref.get("kind") == "DaemonSet" and new is not None:
             refs.append({**ref, "uid": new})
@@ -137,7 +134,7 @@ def node_copy(node: Mapping[str, Any]) -> Obj:
 
 def _priority_classes(objects: ClusterObjects) -> list[Obj]:
     """The snapshot's PriorityClasses, plus one per class name its pods use and it lacks."""
-    have = {_md(pc).get("name") for pc in objects.priorityclasses}
+    have = {metadata_of(pc).get("name") for pc in objects.priorityclasses}
     out = [stripped(pc) for pc in objects.priorityclasses]
     for pod in objects.pods:
         spec = pod.get("spec") or {}
@@ -150,7 +147,7 @@ def _priority_classes(objects: ClusterObjects) -> list[Obj]:
 
 
 def _namespaces(objects: ClusterObjects, extra: Iterable[str]) -> list[str]:
-    names = {_md(o).get("namespace") or "" for o in (*objects.pods, *objects.daemonsets,
+    names = {metadata_of(o).get("namespace") or "" for o in (*objects.pods, *objects.daemonsets,
                                                       *objects.controllerrevisions)}
     names.update(extra)
     return sorted(n for n in names if n and n not in SEEDED_NAMESPACES)
@@ -182,7 +179,7 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
                       f"namespace {ns}")
     defaults: list[str] = []
     for pc in _priority_classes(objects):
-        name = _md(pc).get("name") or ""
+        name = metadata_of(pc).get("name") or ""
         if name.startswith("system-"):
             continue  # built into every API server
         if pc.get("globalDefault"):
@@ -204,8 +201,8 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
         copy = stripped(ds, keep_status=False)
         copy["metadata"].pop("ownerReferences", None)
         created = await _create(client, "daemonsets.apps", copy,
-                                f"daemonset {_md(ds).get('namespace')}/{_md(ds).get('name')}")
-        loaded.daemonset_uids[_md(ds).get("uid") or ""] = created["metadata"]["uid"]
+                                f"daemonset {metadata_of(ds).get('namespace')}/{metadata_of(ds).get('name')}")
+        loaded.daemonset_uids[metadata_of(ds).get("uid") or ""] = created["metadata"]["uid"]
         _bump(loaded, "daemonsets")
     uids = loaded.daemonset_uids
     for rev in objects.controllerrevisions:
@@ -214,7 +211,7 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
             continue  # a revision of another kind of owner (StatefulSet): not the plan's business
         copy = stripped(rev)
         copy["metadata"]["ownerReferences"] = owners
-        await _create(client, "controllerrevisions.apps", copy, f"controllerrevision {_md(rev).get('name')}")
+        await _create(client, "controllerrevisions.apps", copy, f"controllerrevision {metadata_of(rev).get('name')}")
         _bump(loaded, "controllerrevisions")
     for pod in objects.pods:
         await _load_pod(client, pod, uids, ready_nodes, loaded)
@@ -225,7 +222,7 @@ async def load_snapshot(client: Client, objects: ClusterObjects, *, extra_nodes:
 
 async def _load_pod(client: Client, pod: Obj, uids: Mapping[str, str], ready_nodes: set[str],
                     loaded: Loaded) -> None:
-    md = _md(pod)
+    md = metadata_of(pod)
     node = (pod.get("spec") or {}).get("nodeName")
     owners = _remapped_owners(pod, uids)
     terminating = bool(md.get("deletionTimestamp"))

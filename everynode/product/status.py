@@ -48,6 +48,7 @@ from rich.table import Table
 from rich.text import Text
 
 from everynode.api.daemonset import ROLLING_UPDATE, update_strategy_type
+from everynode.api.meta import metadata_of
 from everynode.api.pod import is_pod_ready
 from everynode.api.registry import resource
 from everynode.apiserver.tables import column_definitions, table_row
@@ -116,16 +117,13 @@ _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 # ------------------------------------------------------------------------------------------ helpers
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
 
 def _uid(obj: Obj) -> str:
-    return _meta(obj).get("uid") or ""
+    return metadata_of(obj).get("uid") or ""
 
 
 def _controller_uid(obj: Obj, kind: str) -> str | None:
-    for ref in _meta(obj).get("ownerReferences") or ():
+    for ref in metadata_of(obj).get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == kind:
             return ref.get("uid")
     return None
@@ -140,7 +138,7 @@ def natural_key(name: str) -> tuple[Any, ...]:
 
 
 def ds_display_name(ds: Obj, *, all_namespaces: bool) -> str:
-    md = _meta(ds)
+    md = metadata_of(ds)
     return f"{md.get('namespace', '')}/{md.get('name', '')}" if all_namespaces else md.get("name", "")
 
 
@@ -163,11 +161,11 @@ def current_revision(ds: Obj, revisions: Iterable[Obj]) -> Obj | None:
 def revision_hash(revision: Obj | None) -> str:
     if revision is None:
         return ""
-    labels = _meta(revision).get("labels") or {}
+    labels = metadata_of(revision).get("labels") or {}
     if labels.get(CONTROLLER_REVISION_HASH_LABEL):
         return labels[CONTROLLER_REVISION_HASH_LABEL]
     # The revision's name is "<daemonset>-<hash>".
-    return (_meta(revision).get("name") or "").rpartition("-")[2]
+    return (metadata_of(revision).get("name") or "").rpartition("-")[2]
 
 
 # ------------------------------------------------------------------------------------------ cells
@@ -237,7 +235,7 @@ def daemonset_view(ds: Obj, nodes: Sequence[Obj], pods_by_node: Mapping[str, Seq
     cells: list[tuple[str, CellState]] = []
     counts: Counter[CellState] = Counter()
     for node in nodes:
-        name = _meta(node).get("name") or ""
+        name = metadata_of(node).get("name") or ""
         should_run, _ = placement.evaluate(node)
         state = cell_state(should_run, pods_by_node.get(name, ()), hash_=hash_, generation=generation)
         cells.append((name, state))
@@ -249,10 +247,10 @@ def build_views(daemonsets: Iterable[Obj], nodes: Iterable[Obj], pods: Iterable[
                 revisions: Iterable[Obj], *, explain_at: float | None = None) -> list[DaemonSetView]:
     """The views in display order; with ``explain_at`` (now), each with its `why` explanation."""
     nodes, pods, revisions = list(nodes), list(pods), list(revisions)
-    ordered_nodes = sorted(nodes, key=lambda n: natural_key(_meta(n).get("name") or ""))
+    ordered_nodes = sorted(nodes, key=lambda n: natural_key(metadata_of(n).get("name") or ""))
     by_owner = index_pods(pods)
     newest = index_revisions(revisions)
-    ordered_ds = sorted(daemonsets, key=lambda d: (_meta(d).get("namespace") or "", _meta(d).get("name") or ""))
+    ordered_ds = sorted(daemonsets, key=lambda d: (metadata_of(d).get("namespace") or "", metadata_of(d).get("name") or ""))
     views = [daemonset_view(ds, ordered_nodes, by_owner.get(_uid(ds), {}), newest.get(_uid(ds)))
              for ds in ordered_ds]
     if explain_at is not None:
@@ -281,7 +279,7 @@ def reason_lines(view: DaemonSetView, *, limit: int = REASON_LINES) -> list[Text
              for name, state, line in wanted[:limit]]
     if len(wanted) > limit:
         lines.append(Text(f"… {len(wanted) - limit:,} more (everynode why "
-                          f"{_meta(view.daemonset).get('name', '')})", style="dim"))
+                          f"{metadata_of(view.daemonset).get('name', '')})", style="dim"))
     return lines
 
 
@@ -292,10 +290,10 @@ def rollout_message(ds: Obj) -> tuple[str, bool]:
 
     OnDelete DaemonSets get kubectl's error text (kubectl prints it as an error and stops)."""
     status = ds.get("status") or {}
-    name = _meta(ds).get("name") or ""
+    name = metadata_of(ds).get("name") or ""
     if update_strategy_type(ds) != ROLLING_UPDATE:
         return "rollout status is only available for RollingUpdate strategy type", True
-    generation = int(_meta(ds).get("generation") or 0)
+    generation = int(metadata_of(ds).get("generation") or 0)
     observed = int(status.get("observedGeneration") or 0)
     if generation > observed:
         return "Waiting for daemon set spec update to be observed...", False
@@ -323,12 +321,12 @@ def daemonset_table(daemonsets: Iterable[Obj], *, now: float, all_namespaces: bo
     for _, col in columns:
         numeric = col.get("type") in ("integer", "number")
         table.add_column(str(col["name"]).upper(), justify="left", no_wrap=not numeric)
-    ordered = sorted(daemonsets, key=lambda d: (_meta(d).get("namespace") or "", _meta(d).get("name") or ""))
+    ordered = sorted(daemonsets, key=lambda d: (metadata_of(d).get("namespace") or "", metadata_of(d).get("name") or ""))
     for ds in ordered:
         cells = table_row(rt, ds, now=now, include_object="None")["cells"]
         row = [str(cells[i]) for i, _ in columns]
         if all_namespaces:
-            row.insert(0, _meta(ds).get("namespace") or "")
+            row.insert(0, metadata_of(ds).get("namespace") or "")
         table.add_row(*row)
     return table
 

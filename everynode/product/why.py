@@ -53,6 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from everynode.api.meta import metadata_of
 from everynode.api.pod import available_at, is_pod_available, is_pod_ready
 from everynode.api.scheduling import node_selector_requirement_matches, tolerations_tolerate_taint
 from everynode.apiserver.tables import human_duration, parse_time
@@ -238,16 +239,13 @@ class Explanation:
 
 # ------------------------------------------------------------------------------------------ small facts
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return _meta(obj).get("name") or ""
+    return metadata_of(obj).get("name") or ""
 
 
 def _controller_uid(obj: Mapping[str, Any]) -> str | None:
-    for ref in _meta(obj).get("ownerReferences") or ():
+    for ref in metadata_of(obj).get("ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == "DaemonSet":
             return ref.get("uid")
     return None
@@ -269,11 +267,11 @@ def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
 def update_revision(ds: Obj, revisions: Iterable[Obj]) -> str:
     """The hash the controller labels updated pods with: the revision whose data match the
     template (``constructHistory``), else the hash it will give the new revision."""
-    uid = _meta(ds).get("uid")
+    uid = metadata_of(ds).get("uid")
     owned = [r for r in revisions if _controller_uid(r) == uid]
     current, _ = split_revisions(ds, owned)
     if current:
-        labels = _meta(pick_current(current)).get("labels") or {}
+        labels = metadata_of(pick_current(current)).get("labels") or {}
         label = labels.get("controller-revision-hash")
         if label:
             return str(label)
@@ -290,7 +288,7 @@ def _event_time(event: Mapping[str, Any]) -> float:
             return t
     series = event.get("series") or {}
     t = parse_time(series.get("lastObservedTime"))
-    return t if t is not None else parse_time(_meta(event).get("creationTimestamp")) or 0.0
+    return t if t is not None else parse_time(metadata_of(event).get("creationTimestamp")) or 0.0
 
 
 def _event_count(event: Mapping[str, Any]) -> int:
@@ -320,7 +318,7 @@ EVENT_REASONS = frozenset({FAILED_SCHEDULING, FAILED_MOUNT, FAILED_DAEMON_POD})
 def _keep_newest(held: dict[tuple[str, str], tuple[float, str]], event: Mapping[str, Any]) -> None:
     """Keep the newest message of a reason per pod (the event's subject)."""
     subject = _event_subject(event)
-    key = (subject.get("namespace") or _meta(event).get("namespace") or "", subject.get("name") or "")
+    key = (subject.get("namespace") or metadata_of(event).get("namespace") or "", subject.get("name") or "")
     t = _event_time(event)
     kept = held.get(key)
     if kept is None or t >= kept[0]:
@@ -328,7 +326,7 @@ def _keep_newest(held: dict[tuple[str, str], tuple[float, str]], event: Mapping[
 
 
 def _index_events(events: Iterable[Obj], ds: Obj) -> _Events:
-    ds_md = _meta(ds)
+    ds_md = metadata_of(ds)
     ds_uid, ds_ns, ds_name = ds_md.get("uid"), ds_md.get("namespace") or "", ds_md.get("name") or ""
     out = _Events()
     for event in events:
@@ -372,7 +370,7 @@ def _label_text(labels: Mapping[str, str], key: str) -> str:
 
 def _term_failure(term: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
     """What in one node selector term does not match the node (None: the term matches)."""
-    labels = _meta(node).get("labels") or {}
+    labels = metadata_of(node).get("labels") or {}
     expressions = term.get("matchExpressions") or ()
     fields_ = term.get("matchFields") or ()
     if not expressions and not fields_:
@@ -394,7 +392,7 @@ def exclusion_reasons(ds: Obj, placement: Placement, node: Obj, failed: str, fir
                       ) -> list[Reason]:
     """Why ``NodeShouldRunDaemonPod`` said no, naming the label, the term or the taints."""
     spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    labels = _meta(node).get("labels") or {}
+    labels = metadata_of(node).get("labels") or {}
     reasons: list[Reason] = []
     if failed == "nodeName":
         reasons.append(Reason(NODE_AFFINITY_MISMATCH, f"the template's nodeName is {spec.get('nodeName')}",
@@ -469,7 +467,7 @@ class _NodeUsage:
                     if anti.get("requiredDuringSchedulingIgnoredDuringExecution"):
                         self._any_required_anti = True
             elif (name := (pod.get("status") or {}).get("nominatedNodeName")) and \
-                    not _meta(pod).get("deletionTimestamp"):
+                    not metadata_of(pod).get("deletionTimestamp"):
                 self._nominated.setdefault(name, []).append(pod)
         self._cache: SchedulerCache | None = None
 
@@ -576,12 +574,12 @@ def _priority(pod: Mapping[str, Any]) -> int:
 def _preempting_reason(pod: Obj, nominated: str, usage: _NodeUsage, now: float) -> Reason:
     """Nominated: the victims are the lower-priority pods still terminating on that node (the
     scheduler deleted them; a pod nominated there does not preempt again while one is going)."""
-    name = _meta(pod).get("name") or ""
+    name = metadata_of(pod).get("name") or ""
     priority = _priority(pod)
     victims = sorted((p for p in usage.bound(nominated)
-                      if _meta(p).get("deletionTimestamp") and _priority(p) < priority),
-                     key=lambda p: (_meta(p).get("namespace") or "", _name(p)))
-    named = [f"{_meta(v).get('namespace') or ''}/{_name(v)} ({_terminating_reason(v, now).short})"
+                      if metadata_of(p).get("deletionTimestamp") and _priority(p) < priority),
+                     key=lambda p: (metadata_of(p).get("namespace") or "", _name(p)))
+    named = [f"{metadata_of(v).get('namespace') or ''}/{_name(v)} ({_terminating_reason(v, now).short})"
              for v in victims[:NAMED_BUDGET_USERS]]
     more = len(victims) - len(named)
     who = (": " + ", ".join(named) + (f" and {more} more" if more > 0 else "")) if named else \
@@ -620,7 +618,7 @@ def _unbound_state(pod: Obj, node: Obj | None, usage: _NodeUsage, events: _Event
     The scheduler's words come from its last ``FailedScheduling`` event, else from the pod's
     ``PodScheduled`` condition (reason ``Unschedulable``), which carries the same message and,
     unlike the event (kept an hour by default), stays as long as the pod is refused."""
-    md = _meta(pod)
+    md = metadata_of(pod)
     spec = pod.get("spec") or {}
     key = (md.get("namespace") or "", md.get("name") or "")
     scheduled = _scheduled_condition(pod)
@@ -688,7 +686,7 @@ def _starting_text(pod: Obj, statuses: Sequence[Mapping[str, Any]], events: _Eve
     ``kubectl describe pod`` shows it waits for: the kubelet's newest ``FailedMount`` event (a
     ConfigMap, Secret or token that does not exist).  No contract code covers "starting", so this
     is the node's state, not a reason (see the report on issue 14 for the proposed code)."""
-    md = _meta(pod)
+    md = metadata_of(pod)
     name = md.get("name") or ""
     node = (pod.get("spec") or {}).get("nodeName") or ""
     scheduled = _scheduled_condition(pod)
@@ -720,7 +718,7 @@ def _starting_short(statuses: Sequence[Mapping[str, Any]]) -> str:
 def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events, min_ready: int, now: float
               ) -> _PodState:
     """A pod's verdict (as if it were of the update revision) and the reasons for it."""
-    md = _meta(pod)
+    md = metadata_of(pod)
     name = md.get("name") or ""
     if not (pod.get("spec") or {}).get("nodeName"):
         return _unbound_state(pod, node, usage, events, now)
@@ -770,7 +768,7 @@ def pod_state(pod: Obj, *, node: Obj | None, usage: _NodeUsage, events: _Events,
 
 
 def _terminating_reason(pod: Obj, now: float) -> Reason:
-    md = _meta(pod)
+    md = metadata_of(pod)
     grace = md.get("deletionGracePeriodSeconds")
     since = parse_time(md.get("deletionTimestamp"))
     # The deletionTimestamp is when the grace period ends; the deletion was asked grace seconds before.
@@ -843,7 +841,7 @@ def _budget_users(index: RolloutIndex, surge: bool) -> list[str]:
 
 def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
     """Every node's verdict for ``ds`` in the snapshot ``objects`` at time ``now``."""
-    uid = _meta(ds).get("uid")
+    uid = metadata_of(ds).get("uid")
     spec = ds.get("spec") or {}
     strategy = (spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"
     min_ready = int(spec.get("minReadySeconds") or 0)
@@ -855,7 +853,7 @@ def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
     for pod in objects.pods:
         if _controller_uid(pod) != uid:
             continue
-        md = _meta(pod)
+        md = metadata_of(pod)
         if md.get("deletionTimestamp") and (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
             continue  # the controller no longer counts it (§3.4)
         target = target_node_or_none(pod)
@@ -899,7 +897,7 @@ def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
                 if fit.should_continue:
                     nv.state = "kept: a NoSchedule taint does not remove a running pod"
                 for p in pods:
-                    if _meta(p).get("deletionTimestamp"):
+                    if metadata_of(p).get("deletionTimestamp"):
                         nv.reasons.append(_terminating_reason(p, now))
         elif not pods:
             nv.verdict = MISSING
@@ -936,7 +934,7 @@ def explain(ds: Obj, objects: ClusterObjects, *, now: float) -> Explanation:
 def _explain_pods(nv: NodeVerdict, node: Obj, pods: list[Obj], *, hash_: str, generation: int | None,
                   usage: _NodeUsage, events: _Events, min_ready: int, now: float) -> None:
     new_pod, old_pod, _ = find_updated_pods_on_node(pods, hash_, generation)
-    live = [p for p in pods if not _meta(p).get("deletionTimestamp")]
+    live = [p for p in pods if not metadata_of(p).get("deletionTimestamp")]
     if new_pod is None and old_pod is None and live:  # duplicates: the oldest is the one that counts
         oldest = sort_oldest_first(live)[0]
         if is_pod_updated(oldest, hash_, generation):
@@ -963,7 +961,7 @@ def _explain_pods(nv: NodeVerdict, node: Obj, pods: list[Obj], *, hash_: str, ge
     else:
         nv.verdict = MISSING if state.verdict == MISSING else OUTDATED
     for p in pods:
-        if _meta(p).get("deletionTimestamp"):
+        if metadata_of(p).get("deletionTimestamp"):
             nv.reasons.append(_terminating_reason(p, now))
 
 
@@ -1012,7 +1010,7 @@ def summarize(verdicts: Sequence[NodeVerdict], *, hash_: str, generation: int | 
     counts: Counter[str] = Counter(nv.verdict for nv in verdicts)
     desired = sum(1 for nv in verdicts if nv.should_run)
     updated = sum(1 for nv in verdicts if nv.should_run and any(
-        is_pod_updated(p, hash_, generation) and not _meta(p).get("deletionTimestamp") for p in nv.pods))
+        is_pod_updated(p, hash_, generation) and not metadata_of(p).get("deletionTimestamp") for p in nv.pods))
     parts: list[str] = []
     head = f"DESIRED {desired} of {_plural(len(verdicts), 'node')}"
     excluded = _group(nv for nv in verdicts if nv.verdict == EXCLUDED)
