@@ -443,19 +443,19 @@ def _same(before: Any, value: Any) -> bool:
     the two sides hold the same members with the same types, which is all the check needs."""
     if before is value:
         return True
-    t = type(before)
-    if type(value) is not t:
+    if type(value) is not type(before):
         return False
-    if t is dict:
+    # (``type(x) is dict`` narrows both sides, so the compiled walk uses the dict and list
+    # primitives, not method calls by name)
+    if type(before) is dict and type(value) is dict:
         if len(before) != len(value):
             return False
-        get = before.get
         for key, sub in value.items():
-            prior = get(key, _ABSENT)
+            prior = before.get(key, _ABSENT)
             if prior is not sub and (prior is _ABSENT or not _same(prior, sub)):
                 return False
         return True
-    if t is list:
+    if type(before) is list and type(value) is list:
         if len(before) != len(value):
             return False
         for i in range(len(value)):

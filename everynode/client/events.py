@@ -355,10 +355,12 @@ def object_reference(obj: Obj) -> Obj:
     if md is None:  # already a reference
         return {k: v for k, v in obj.items() if k in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath") and v}
+    fields: dict[str, Any] = md if isinstance(md, dict) else {}  # (typed: dict lookups when compiled)
     ref: Obj = {}
-    for key, value in (("kind", obj.get("kind")), ("namespace", md.get("namespace")), ("name", md.get("name")),
-                       ("uid", md.get("uid")), ("apiVersion", obj.get("apiVersion")),
-                       ("resourceVersion", md.get("resourceVersion"))):
+    # the order of ObjectReference's fields; empty ones left out (omitempty)
+    for key, value in (("kind", obj.get("kind")), ("namespace", fields.get("namespace")),
+                       ("name", fields.get("name")), ("uid", fields.get("uid")),
+                       ("apiVersion", obj.get("apiVersion")), ("resourceVersion", fields.get("resourceVersion"))):
         if value:
             ref[key] = value
     return ref
