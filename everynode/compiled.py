@@ -79,6 +79,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",
     "everynode.api.defaults",
+    "everynode.api.gojson",
     "everynode.api.intstr",
     "everynode.api.meta",
     "everynode.api.names",

@@ -26,7 +26,8 @@ import orjson
 
 _HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _HTML_RE = re.compile("[<>&\u2028\u2029]")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# (built with chr: the compiled module may not hold surrogates in its literals)
+_SURROGATE_RE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
 
 
 def _string(s: str) -> str:

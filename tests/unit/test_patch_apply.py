@@ -212,3 +212,47 @@ def test_created_field_sets_are_the_plain_computation(subresource):
             assert parse_fields_v1(tree) == tracked(plain, skip), (kind, obj)
             # the very tree the field set renders as, key order included
             assert orjson.dumps(tree) == orjson.dumps(fields_v1(tracked(plain, skip)))
+
+
+def _pod_node(*path: str):
+    from everynode.api import schema
+
+    node = schema.kind_node("v1", "Pod")
+    for step in path:
+        node = node.items if step == "[]" else node.child(step)
+    return node
+
+
+# Values at one memoised position (a pod's condition, container status, labels, a pod IP list),
+# run in order (twice): values of one shape share a memo entry whatever their scalars say, so a
+# memo keyed too loosely would answer one with another's members.
+_POSITIONED = [
+    (("status", "conditions", "[]"), {"type": "Ready", "status": "True", "lastTransitionTime": "t1"}),
+    (("status", "conditions", "[]"), {"type": "Ready", "status": "False", "lastTransitionTime": "t2"}),
+    (("status", "conditions", "[]"), {"type": "Ready", "status": "False", "reason": "R", "message": "m"}),
+    (("status", "conditions", "[]"), {"type": "Ready", "status": {"nested": "x"}}),
+    (("status", "conditions", "[]"), {"type": "Ready", "status": {}}),
+    (("status", "containerStatuses", "[]"), {"name": "a", "state": {"running": {"startedAt": "t"}}}),
+    (("status", "containerStatuses", "[]"), {"name": "a", "state": {"waiting": {"reason": "r"}}}),
+    (("status", "containerStatuses", "[]"), {"name": "a", "state": {"waiting": {}}}),
+    (("status", "containerStatuses", "[]"), {"name": "a", "state": {"waiting": "r"}}),
+    (("metadata", "labels"), {"app": "a"}),
+    (("metadata", "labels"), {"app": "b"}),
+    (("metadata", "labels"), {"tier": "a"}),
+    (("status", "podIPs"), [{"ip": "10.244.0.2"}]),
+    (("status", "podIPs"), [{"ip": "10.244.0.3"}]),
+    (("spec", "containers", "[]"), {"name": "a", "ports": [{"containerPort": 80}]}),
+    (("spec", "containers", "[]"), {"name": "a", "ports": [{"containerPort": 81}]}),
+    (("spec", "containers", "[]"), {"name": "a", "ports": []}),
+]
+
+
+def test_memoised_positions_are_the_plain_walk():
+    from everynode.apiserver.patch.apply import _UNMEMOISED, _position, _walk
+
+    for _ in range(2):
+        for path, value in _POSITIONED:
+            node = _pod_node(*path)
+            memoised = _position(value, node, 3)
+            assert memoised == _walk(value, node, _UNMEMOISED), (path, value)
+            assert orjson.dumps(memoised) == orjson.dumps(_walk(value, node, _UNMEMOISED))  # key order too

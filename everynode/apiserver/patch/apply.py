@@ -146,12 +146,15 @@ def _sorted(children: Tree) -> Tree:
     return children if len(children) < 2 else {key: children[key] for key in sorted(children)}
 
 
-# Memo of :func:`_position` at ``_MEMO_DEPTH``: (schema node, JSON text) -> node.  The trees are
-# shared by the objects whose managedFields hold them and never mutated.
+# Memo of :func:`_position` at ``_MEMO_DEPTH``: (schema node, JSON text) -> node, and for objects
+# without lists (schema node, shape) -> node.  The trees are shared by the objects whose
+# managedFields hold them and never mutated.
 _MEMO_DEPTH = 2
 _UNMEMOISED = -(1 << 30)  # the depth of positions walked without the memo
 _POSITIONS: dict[tuple[Node | None, int, int, int], Tree] = {}
 _POSITIONS_MAX = 4096
+_SHAPED: dict[tuple[Node | None, tuple[Any, ...]], Tree] = {}
+_SHAPED_MAX = 4096
 
 
 def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
@@ -169,8 +172,21 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
     one reached on each branch: the objects of one kind made by one component repeat them (a
     DaemonSet's pods have the same labels, owner, containers; a kubelet's statuses the same
     conditions), while the levels above hold each object's own values (name, node pin), where a
-    memo would only miss."""
+    memo would only miss.
+
+    An object without lists is looked up by its shape (:func:`_shape`: its keys, and which of
+    its values are objects, with theirs) instead: its members are its keys whatever the values
+    say, so a condition's are known whatever its time and message — the text of a kubelet's
+    condition changed every second and missed the memo, and serialising and hashing it cost
+    more than walking it."""
     if depth >= _MEMO_DEPTH and value and isinstance(value, (dict, list)):
+        shape = _shape(value) if isinstance(value, dict) else None
+        if shape is not None:
+            shaped_key = (node, shape)
+            shaped = _SHAPED.get(shaped_key)
+            if shaped is None:
+                shaped = remember(_SHAPED, shaped_key, _walk(value, node, _UNMEMOISED), limit=_SHAPED_MAX)
+            return shaped
         try:
             key = (node, *_digest(orjson.dumps(value)))
         except TypeError:  # not JSON-shaped (a non-string key): walk it every time
