@@ -27,6 +27,17 @@ Decisions a user can rely on (documented in the README's simulation section):
   and a uid precondition) promptly — after ``everynode.io/termination-seconds`` if the pod has
   that annotation, otherwise at once; ``terminationGracePeriodSeconds`` is not waited for,
   since no process needs the time.
+* **The Pending write**: when the kubelet acknowledges a pod that takes time to start, it writes
+  its status as Pending (``startTime``, containers waiting ``ContainerCreating``, conditions not
+  ready), as upstream's kubelet does at its first sync.  ``plan``'s copy leaves that write out
+  (``pending_status=False``): in its rollouts nothing reads it — the DaemonSet controller,
+  the scheduler and the node lifecycle see a pod that is not ready either way, and the next
+  write replaces all of it — yet it was one of the two status writes of every pod a rollout
+  replaces, each with its watch fan-out and a sync of the DaemonSet.  The conditions it would
+  have stored are kept with the pod's state and the next status is computed as if they had
+  been (their transition times kept), so that write carries exactly what it carries after a
+  written Pending status.  A Pending status shown for a volume that cannot be mounted is
+  written in both modes: a pod can wait there for good, and ``why`` reads it.
 * **Downward API**: the resolved environment of each container is written, when the containers
   start, to the pod annotation ``everynode.io/resolved-env`` (JSON; see ``downward.py``), and
   :meth:`PodLifecycle.environment` computes it for Python callers.
@@ -106,7 +117,8 @@ class PodState:
     """One pod bound to a simulated node: where it is in its lifecycle, its timer, restarts, IP."""
 
     __slots__ = ("key", "namespace", "name", "uid", "node", "stage", "timer", "restarts", "host", "ip",
-                 "started_at", "deleting", "busy", "dirty", "crash_started", "attempts", "blocked")
+                 "started_at", "deleting", "busy", "dirty", "crash_started", "attempts", "blocked",
+                 "unwritten")
 
     def __init__(self, key: str, namespace: str, name: str, uid: str, node: str) -> None:
         self.key = key
@@ -126,6 +138,9 @@ class PodState:
         self.dirty = False
         self.attempts = 0  # failed mount / container-config attempts in a row (the retry back-off)
         self.blocked = False  # its Pending status for a failed mount is written
+        # The conditions of its Pending status when that write is left out (``pending_status``
+        # off): the next status is computed as if they were stored.
+        self.unwritten: list[Obj] | None = None
 
 
 
@@ -137,7 +152,8 @@ class PodLifecycle:
 
     def __init__(self, client: Client, *, clock: Clock, nodes: dict[str, NodeState],
                  node_obj: Callable[[str], Obj | None], wake: Callable[[], None], recorder: EventRecorder,
-                 objects: ReferencedObjects, pod_startup: float = 1.0, pod_events: bool = True) -> None:
+                 objects: ReferencedObjects, pod_startup: float = 1.0, pod_events: bool = True,
+                 pending_status: bool = True) -> None:
         self.client = client
         self.clock = clock
         self.nodes = nodes
@@ -146,6 +162,9 @@ class PodLifecycle:
         self.recorder = recorder
         self.pod_startup = pod_startup
         self.pod_events = pod_events
+        # Whether a pod's Pending status is written when the kubelet acknowledges it, before its
+        # containers start (see the module docstring, "The Pending write").
+        self.pending_status = pending_status
         self.objects = objects
         self.pods: dict[str, PodState] = {}
         self.ready: collections.deque[str] = collections.deque()
@@ -397,11 +416,16 @@ class PodLifecycle:
                 return
             startup = self._startup(pod)
             if startup > 0:
-                await self._write_pending(ps, pod, ns)
+                if self.pending_status:
+                    await self._write_pending(ps, pod, ns)
+                else:
+                    ps.unwritten = self._pending_status(ps, pod, ns)["conditions"]
                 ps.stage = "creating"
                 self._set_timer(ps, startup)
                 return
             ps.stage = "creating"
+        if ps.unwritten is not None:
+            pod = podstatus.with_conditions(pod, ps.unwritten)
         if ps.stage == "creating":
             await self._start_containers(ps, pod, ns)
             return
@@ -490,6 +514,7 @@ class PodLifecycle:
         await self.client.patch("pods", ps.name, {"metadata": {"uid": ps.uid}, "status": status},
                                 namespace=ps.namespace, patch_type="strategic", subresource="status")
         self.pod_status_updates += 1
+        ps.unwritten = None  # what it modelled is stored now, or replaced by what this wrote
 
     def _ips(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         if ps.ip:
@@ -506,14 +531,18 @@ class PodLifecycle:
             ps.started_at = now
         return podstatus.placement(ns.ip, ps.started_at, ps.ip if with_ip else None)
 
-    async def _write_pending(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
+    def _pending_status(self, ps: PodState, pod: Obj, ns: NodeState) -> Obj:
+        """The status of an acknowledged pod whose containers are being created."""
         now = self.clock.rfc3339()
         spec = pod.get("spec") or {}
         status = self._common(ps, ns, now, with_ip=False)
         status["phase"] = "Pending"
         status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=False, ready=False)
         status["containerStatuses"] = podstatus.waiting_statuses(spec, ps.uid, reason="ContainerCreating")
-        await self._patch_status(ps, status)
+        return status
+
+    async def _write_pending(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
+        await self._patch_status(ps, self._pending_status(ps, pod, ns))
 
     async def _start_containers(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         behavior = self._behavior(pod)

@@ -103,6 +103,18 @@ def pod_conditions(pod: Obj, now: str, *, sandbox: bool, ready: bool, failed: bo
     return _keep_transition(conds, previous)
 
 
+def with_conditions(pod: Obj, conditions: list[Obj]) -> Obj:
+    """``pod`` as it reads once a status patch carrying ``conditions`` is stored: the conditions
+    are merged by type (their strategic merge key), one already there replaced in its place, a
+    new one appended."""
+    status = dict(pod.get("status") or {})
+    merged = {c.get("type"): c for c in status.get("conditions") or ()}
+    for c in conditions:
+        merged[c.get("type")] = c
+    status["conditions"] = list(merged.values())
+    return {**pod, "status": status}
+
+
 def placement(host_ip: str, start_time: str, pod_ip: str | None = None) -> Obj:
     """The fields every status write of a bound pod carries: where it runs, since when, and its
     IP once the sandbox has one (``hostIPs``/``podIPs`` list the same single-stack addresses)."""

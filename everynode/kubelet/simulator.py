@@ -51,7 +51,7 @@ class KubeletSimulator(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory | None = None,
                  pod_startup: float = 1.0, recorder: EventRecorder | None = None, lease_duration: int = 40,
                  heartbeat_interval: float = 10, status_report_interval: float = STATUS_REPORT_INTERVAL,
-                 pod_events: bool = True, heartbeats: str = "writes") -> None:
+                 pod_events: bool = True, heartbeats: str = "writes", pending_status: bool = True) -> None:
         if heartbeats not in HEARTBEAT_MODES:
             raise ValueError(f"heartbeats must be one of {', '.join(HEARTBEAT_MODES)}, not {heartbeats!r}")
         self.client = client
@@ -70,7 +70,7 @@ class KubeletSimulator(ControllerLifecycle):
         self.objects = ReferencedObjects(wake=lambda key: self.lifecycle.wake(key))
         self.lifecycle = PodLifecycle(client, clock=clock, nodes=self.agent.nodes, node_obj=self.agent.node_obj,
                                       wake=self._wake.set, recorder=self.recorder, objects=self.objects,
-                                      pod_startup=pod_startup, pod_events=pod_events)
+                                      pod_startup=pod_startup, pod_events=pod_events, pending_status=pending_status)
         self.agent.on_node_resumed = self.lifecycle.resume_node
         self.agent.on_node_dropped = self.lifecycle.drop_node
         # Informers and handlers are wired in start() (see the module docstring); what runs is here.

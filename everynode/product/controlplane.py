@@ -85,6 +85,9 @@ class ControlPlaneConfig:
     # (storage/memory.py ``share_updates``); creates are always shared.  Only ``plan``'s copy
     # turns it off: see plan.py ``running_copy``.
     share_updates: bool = True
+    # Whether the simulated kubelets write a pod's Pending status before its containers start
+    # (kubelet/podlifecycle.py, "The Pending write").  Only ``plan``'s copy turns it off.
+    pending_status: bool = True
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -328,7 +331,8 @@ class ControlPlane:
 
             kubelet = KubeletSimulator(kubelet_client, clock=clock, informers=self.informers, pod_startup=cfg.pod_startup,
                                        recorder=recorder("kubelet", kubelet_client), heartbeat_interval=cfg.heartbeat_interval,
-                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode())
+                                       lease_duration=cfg.lease_duration, heartbeats=self._heartbeat_mode(),
+                                       pending_status=cfg.pending_status)
             self.components["kubelet"] = kubelet
             assert self.service is not None
             self.service.container_logs = kubelet  # pods/{name}/log asks the node's kubelet

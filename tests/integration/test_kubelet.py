@@ -23,7 +23,8 @@ Obj = dict[str, Any]
 
 
 class Cluster:
-    def __init__(self, *, store: MemoryStore | None = None, pod_startup: float = 1.0) -> None:
+    def __init__(self, *, store: MemoryStore | None = None, pod_startup: float = 1.0,
+                 pending_status: bool = True) -> None:
         self.clock = virtual_clock()
         self.store = store or MemoryStore()
         self.service = ApiService(self.store, clock=self.clock)
@@ -31,7 +32,7 @@ class Cluster:
         self.factory = SharedInformerFactory(self.client)
         self.scheduler = Scheduler(self.client, clock=self.clock, informers=self.factory)
         self.kubelet = KubeletSimulator(self.client, clock=self.clock, informers=self.factory,
-                                        pod_startup=pod_startup)
+                                        pod_startup=pod_startup, pending_status=pending_status)
 
     async def __aenter__(self) -> Cluster:
         await self.scheduler.start()
@@ -346,6 +347,45 @@ def test_startup_seconds_annotation_keeps_the_pod_creating() -> None:
             assert loop.time() - t0 >= 55
 
     run_virtual(main())
+
+
+def test_a_pending_status_left_out_is_what_the_next_write_stores_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan``'s copy leaves the Pending write out (``pending_status=False``): the pod is written
+    once, when its containers start, and then holds exactly what it holds after both writes —
+    its ``startTime`` and the Initialized condition's transition from the moment the kubelet
+    acknowledged it, five seconds before.  Until then it has no kubelet status at all."""
+    from everynode.api import meta
+
+    def run(pending_status: bool) -> tuple[int, list[str], Obj]:
+        uids = iter(range(1, 100))
+        monkeypatch.setattr(meta, "new_uid", lambda: f"00000000-0000-0000-0000-{next(uids):012d}")
+
+        async def main() -> tuple[int, list[str], Obj]:
+            async with Cluster(pod_startup=5.0, pending_status=pending_status) as c:
+                await c.node("w1")
+                await c.pod("web")
+                seen: list[str] = []
+
+                async def ready() -> bool:
+                    pod = await c.get_pod("web")
+                    waiting = [cs["state"]["waiting"]["reason"] for cs in pod["status"].get("containerStatuses") or ()
+                               if "waiting" in cs["state"]]
+                    seen.extend(w for w in waiting if w not in seen)
+                    return (cond(pod, "Ready") or {}).get("status") == "True"
+
+                await eventually(ready)
+                return c.kubelet.lifecycle.pod_status_updates, seen, await c.get_pod("web")
+
+        return run_virtual(main())
+
+    writes, seen, written = run(True)
+    lean_writes, lean_seen, lean = run(False)
+    assert (writes, seen) == (2, ["ContainerCreating"])
+    assert (lean_writes, lean_seen) == (1, [])
+    assert lean["status"] == written["status"]
+    start = parse_rfc3339(lean["status"]["startTime"])
+    assert parse_rfc3339(cond(lean, "Initialized")["lastTransitionTime"]) == start
+    assert parse_rfc3339(cond(lean, "Ready")["lastTransitionTime"]) == start + 5
 
 
 def test_host_network_pod_gets_the_node_ip() -> None:
