@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.clock import parse_rfc3339
 from everynode.memo import remember
 
@@ -33,9 +34,10 @@ def timestamp_seconds(text: str) -> float:
 
 
 def pod_ready_condition(pod: Obj) -> Obj | None:
-    """``GetPodReadyCondition``: the pod's ``Ready`` condition, or None."""
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
+    """``GetPodReadyCondition``: the pod's ``Ready`` condition, or None.  (Read with
+    :func:`~everynode.api.meta.field_of`: every controller asks this of every pod event.)"""
+    for cond in field_of(field_of(pod, "status"), "conditions") or ():
+        if field_of(cond, "type") == "Ready":
             return cond
     return None
 
@@ -43,7 +45,7 @@ def pod_ready_condition(pod: Obj) -> Obj | None:
 def is_pod_ready(pod: Obj) -> bool:
     """``IsPodReady``: the Ready condition is ``True``."""
     cond = pod_ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
+    return cond is not None and field_of(cond, "status") == "True"
 
 
 def is_pod_available(pod: Obj, min_ready_seconds: int, now: float) -> bool:

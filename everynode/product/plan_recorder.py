@@ -87,6 +87,7 @@ class RolloutRecorder:
         self.ds_uid = metadata_of(ds).get("uid")
         self.placement = Placement(ds)
         self.generation = int(metadata_of(ds).get("generation") or 0)
+        self._advance()
         for name, node in self.node_objs.items():
             self.track(name).wanted = self.placement.fit(node).should_run
             self._touch(name)
@@ -171,7 +172,7 @@ class RolloutRecorder:
             self.step_at = now
 
     def _touch(self, name: str) -> None:
-        self._advance()
+        # (every caller has taken the instant in with ``_advance`` already)
         self.touched.add(name)
 
     def _mark_change(self) -> None:
@@ -182,6 +183,7 @@ class RolloutRecorder:
                 "pods": sorted([list(_pod_view(p)) for p in t.pods.values()])}
 
     def _available(self, t: NodeTrack, now: float) -> bool:
+        """Whether one of the node's pods is available and not terminating."""
         return any(not metadata_of(p).get("deletionTimestamp") and is_pod_available(p, self.min_ready, now)
                    for p in t.pods.values())
 
@@ -203,13 +205,15 @@ class RolloutRecorder:
             if len(live) > self.max_per_node:
                 self.one_pod_per_node = False
             self.waiting_available.discard(name)
+            available = False
             for p in live:
-                h = _pod_view(p)[0]
                 if is_pod_available(p, self.min_ready, now):
+                    available = True
+                    h = (metadata_of(p).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or ""
                     t.available_since.setdefault(h, self.step_at)
                 elif is_pod_ready(p):
                     self.waiting_available.add(name)
-            if self.t0 is not None and t.had_available and t.ready and t.wanted and not self._available(t, now):
+            if self.t0 is not None and t.had_available and t.ready and t.wanted and not available:
                 self.unavailable.add(name)
             else:
                 self.unavailable.discard(name)
