@@ -191,6 +191,9 @@ class DaemonSetController(ControllerLifecycle):
         self._written_status: dict[str, tuple[str, Obj]] = {}
         # DaemonSet uid → the last revision pass that wrote nothing: see :meth:`_construct_history`.
         self._history: dict[str, tuple[tuple[Any, ...], list[Obj], Obj, list[Obj]]] = {}
+        # DaemonSet uid → (its template object, template generation, revision hash, the pod
+        # template made of them): see :meth:`_pod_template`.
+        self._templates: dict[str, tuple[Obj, int | None, str, Obj]] = {}
         # What the syncs did, for diagnostics and tests (this module runs compiled: a test cannot
         # replace a function or method it calls, so it reads these and the hook instead).
         self.syncs = 0
@@ -340,6 +343,7 @@ class DaemonSetController(ControllerLifecycle):
         self._last_progress.pop(uid, None)
         self._written_status.pop(uid, None)
         self._history.pop(uid, None)
+        self._templates.pop(uid, None)
         self.data_cache.forget(uid)
         self.queue.add(key)
 
@@ -782,7 +786,7 @@ class DaemonSetController(ControllerLifecycle):
         self.expectations.set_expectations(key, create_diff, delete_diff)
         errors: list[Exception] = []
         if create_diff:
-            template = pod_template_for(ds, hash_)
+            template = self._pod_template(ds, hash_)
             batch = min(create_diff, SLOW_START_INITIAL_BATCH_SIZE)
             pos = 0
             while pos < create_diff:
@@ -805,6 +809,25 @@ class DaemonSetController(ControllerLifecycle):
             await self.after_sync_nodes(nodes_needing[:create_diff])
         if errors:
             raise _aggregate(errors)
+
+    def _pod_template(self, ds: Obj, hash_: str) -> Obj:
+        """``CreatePodTemplate`` (:func:`pod_template_for`), made once per template: it depends
+        on the DaemonSet's template, template generation and revision hash only, and while the
+        template is the very stored object it was made from (stored objects are immutable; a
+        status write carries the spec over) the result is the same.  A sync at maxUnavailable 1
+        creates one pod, and copying the template with its tolerations for it cost as much as
+        the rest of the sync's own work.  Nothing changes the template: each pod is a new object
+        made from it, copied on its way into the API."""
+        uid = ds["metadata"].get("uid") or ""
+        source = (ds.get("spec") or {}).get("template")
+        generation = template_generation(ds)
+        made = self._templates.get(uid)
+        if made is not None and made[0] is source and made[1] == generation and made[2] == hash_:
+            return made[3]
+        template = pod_template_for(ds, hash_)
+        if type(source) is dict:
+            self._templates[uid] = (source, generation, hash_, template)
+        return template
 
     async def _create_pod(self, ds: Obj, key: str, template: Obj, node: str) -> Exception | None:
         pod = daemon_pod(ds, template, node)
