@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from everynode.api import errors, rbac_bootstrap
+from everynode.api.meta import deep_copy
 from everynode.api.registry import ResourceType, resource
 from everynode.apiserver.admission import Admission, system_priority_classes
 from everynode.apiserver.authorization import ALWAYS_ALLOW, new_authorizer
@@ -183,7 +184,12 @@ class ApiService:
     # -- writes -----------------------------------------------------------------------------------
 
     async def create(self, rt: ResourceType, namespace: str, body: Obj, *, opts: RequestOptions) -> Obj:
-        return await self.storage(rt).create(namespace, body, opts=opts)
+        store = self.storage(rt)
+        if opts.borrowed and store.templates is None:
+            # Only the generic create of template-made kinds copies a borrowed body itself.
+            body = deep_copy(body)
+            opts.borrowed = False
+        return await store.create(namespace, body, opts=opts)
 
     async def update(self, rt: ResourceType, namespace: str, name: str, body: Obj, *,
                      subresource: str | None = None, opts: RequestOptions) -> tuple[Obj, bool]:

@@ -10,9 +10,10 @@ Ownership of objects: the service returns stored, shared, immutable objects and 
 through unchanged (callers must not mutate them; base.py).  Bodies *handed to* the service are
 copied on the way in by default (``copy_inputs=True``): the caller keeps its dict and may reuse
 or mutate it, while the service may keep what it was given as the stored object.  A ``/status``
-update is the exception: it is handed over uncopied and marked borrowed, and the store copies
-what its pipeline changes (a controller's status write is mostly the stored object itself, which
-needs no copy: generic.py ``_borrowed_copy``).
+update and a create are the exceptions: they are handed over uncopied and marked borrowed, and
+the store copies what its pipeline changes (a controller's status write is mostly the stored
+object itself, which needs no copy: generic.py ``_borrowed_copy``; a pod made from a template
+is mostly the template, which a create answered from it only reads: templates.py).
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ class InProcessClient(Client):
         md = obj.get("metadata") or {}
         ns = _ns(rt, namespace or md.get("namespace") or "default")
         opts = self._opts(dry_run=dry_run, field_manager=field_manager)
-        return await self._write("create", rt, md.get("name") or "",
-                                 self.service.create(rt, ns, self._in(obj), opts=opts))
+        # handed over uncopied, like a status write (options.RequestOptions.borrowed): a pod made
+        # from its controller's template is mostly the template, which the create reads only
+        opts.borrowed = self.copy_inputs
+        return await self._write("create", rt, md.get("name") or "", self.service.create(rt, ns, obj, opts=opts))
 
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                      field_manager: str | None = None) -> Obj:

@@ -719,6 +719,66 @@ async def test_borrowed_status_update_stores_what_a_copied_body_stores():
     assert "bogus" not in results[1][1]["status"]["conditions"][0]
 
 
+async def test_borrowed_creates_store_what_copied_bodies_store(monkeypatch: pytest.MonkeyPatch):
+    """The in-process client sends a create uncopied too (``RequestOptions.borrowed``): a pod
+    answered from its template copies only its own template fields, any other create copies the
+    body before decoding changes it.  The objects stored are those that private copies give, and
+    none shares a container with the caller's bodies: changing them afterwards changes nothing
+    stored (bodies from a template, the first learnt and the next ones answered from it; a body
+    with an unknown nested field, which decoding drops in place; a pod named by its creator; and
+    a Namespace, which has no template shortcut)."""
+    import random
+
+    from everynode.api import meta
+    from everynode.client.inprocess import InProcessClient
+
+    def made(node: str, *, extra: bool = False, named: bool = False) -> dict[str, Any]:
+        body = _pod()
+        md = body["metadata"]
+        for key in ("uid", "resourceVersion", "name"):
+            del md[key]
+        del body["status"], body["spec"]["nodeName"]
+        if named:
+            md["name"] = f"named-{node}"
+        else:
+            md["generateName"] = "ds-"
+        body["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+        if extra:
+            body["spec"]["containers"][0]["bogus"] = True
+        return body
+
+    results = []
+    for borrowed in (False, True):
+        uids = iter(range(1, 100))
+        monkeypatch.setattr(meta, "suffix_source", random.Random(7))
+        monkeypatch.setattr(meta, "new_uid", lambda uids=uids: f"00000000-0000-0000-0000-{next(uids):012d}")
+        api = ApiService(MemoryStore(), clock=FixedClock())
+        client = InProcessClient(api) if borrowed else InProcessClient(api, copy_inputs=False)
+        bodies = [made("n1"), made("n2"), made("n3"), made("n4", extra=True), made("n5", named=True),
+                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other", "labels": {"a": "b"}}}]
+        written = []
+        for body in bodies:
+            sent = body if borrowed else deep_copy(body)
+            resource_ = "namespaces" if body["kind"] == "Namespace" else "pods"
+            written.append(await client.create(resource_, sent, namespace="default"))
+        snapshot = deep_copy(written)
+        for body in bodies:  # the caller reuses its dicts
+            body["metadata"]["labels"]["app"] = "changed"
+            for container in (body.get("spec") or {}).get("containers") or ():
+                container["image"] = "changed"
+            if "affinity" in body.get("spec", {}):
+                body["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                    "nodeSelectorTerms"][0]["matchFields"][0]["values"][0] = "changed"
+        assert written == snapshot
+        assert [await client.get("pods", p["metadata"]["name"], namespace="default") for p in written[:5]] == \
+            snapshot[:5]
+        assert "bogus" not in written[3]["spec"]["containers"][0]
+        results.append(snapshot)
+    assert api.storage(resource("pods")).templates is not None
+    assert results[0] == results[1]
+
+
 SAME_CASES = [
     ("one object", "shared", "shared", True),
     ("equal scalars", 1, 1, True),

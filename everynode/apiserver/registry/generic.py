@@ -172,6 +172,8 @@ class ResourceStore:
             created = await templates.create(plan, opts)
             if created is not None:
                 return created
+        if opts.borrowed:
+            body = apimeta.deep_copy(body)  # decoding and defaulting change it in place
         obj = decode(rt, namespace if rt.namespaced else "", body, opts)
         apply_defaults(rt.key, obj)
         learn = templates.learner(plan, opts) if templates is not None and plan is not None else None

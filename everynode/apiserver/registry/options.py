@@ -47,9 +47,11 @@ class RequestOptions:
         self.user_agent = user_agent
         # Filled by the service; sent as Warning headers.
         self.warnings: list[str] = [] if warnings is None else warnings
-        # The body is the caller's own, uncopied (the in-process client's status writes): it may
-        # share containers with the caller and with the stored object, so the store copies what
-        # its pipeline would change (generic.py ``_borrowed_copy``) instead of the client copying all.
+        # The body is the caller's own, uncopied (the in-process client's status writes and
+        # creates): it may share containers with the caller and with the stored object, so the
+        # store copies what its pipeline would change (generic.py ``_borrowed_copy``; a create
+        # answered from its template copies only the pod's own template fields, templates.py)
+        # instead of the client copying all.
         self.borrowed = borrowed
 
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from everynode.api import errors
-from everynode.api.meta import generate_name
+from everynode.api.meta import deep_copy, generate_name
 from everynode.api.typecheck import check_object
 from everynode.apiserver.admission import with_token_volume
 from everynode.apiserver.patch.apply import with_members, without_members
@@ -164,7 +164,7 @@ class TemplateCreates:
         store = self.store
         rt = store.rt
         ctx = store.ctx
-        fields = plan.fields
+        fields = deep_copy(plan.fields) if opts.borrowed else plan.fields  # (they will be stored)
         # decode: the template fields' types and unknown fields (the rest was clean)
         if fields and check_object(rt.api_version, rt.kind, {"spec": fields}):
             return None
