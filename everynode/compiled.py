@@ -56,8 +56,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # recorder and pod simulation around them, the template creates, the scheduler (its loop and
 # helpers: node and pod infos, filters, scores, queue, cache), the kubelet simulation (node agent,
 # pod lifecycle, writers), the wake-up signal the kubelet writers and the scheduler queue sleep
-# on, ``plan``'s rollout recorder (fed every event of its copy) and the stores (memory and SQLite:
-# every write's apply and every read); no class here is subclassed by code outside the list.  What
+# on, ``plan``'s rollout recorder (fed every event of its copy), the stores (memory and SQLite:
+# every write's apply and every read) and the virtual-time event loop's turn, callbacks and timers
+# (virtualtime.py); no class here is subclassed by code outside the list.  What
 # tests used to replace in them has a seam instead, since compiled callers would not see a
 # replaced global or method: a test fails a SQLite commit through the connection's authorizer, the
 # golden converge records the published events with a watch, the kubelet writers' yield interval
@@ -134,6 +135,7 @@ MODULES: tuple[str, ...] = (
     "everynode.storage.memory",
     "everynode.storage.sqlite",
     "everynode.storage.watch",
+    "everynode.virtualtime",
 )
 
 # mypyc's shared library of the build (its runtime and the modules' code): one per build.

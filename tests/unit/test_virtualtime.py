@@ -230,7 +230,7 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
     async def main() -> tuple[int, int]:
         loop = asyncio.get_running_loop()
         selector = loop._selector  # type: ignore[attr-defined]
-        real = selector._real
+        real = selector.inner
         polls = 0
 
         class Counting:
@@ -242,7 +242,7 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
             def __getattr__(self, name: str) -> Any:
                 return getattr(real, name)
 
-        selector._real = Counting()
+        selector.inner = Counting()
         a, b = socket.socketpair()
         readable = asyncio.Event()
         loop.add_reader(a, readable.set)
@@ -257,7 +257,7 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
                 await asyncio.sleep(0)
         finally:
             loop.remove_reader(a)
-            selector._real = real
+            selector.inner = real
             a.close()
             b.close()
         return busy_polls, turns
@@ -265,3 +265,43 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
     busy_polls, turns = run_virtual(main())
     assert busy_polls <= 11
     assert turns <= virtualtime.POLL_EVERY_BUSY_TURNS + 1
+
+
+def test_failing_callbacks_reach_the_exception_handler_and_cancelled_timers_never_run() -> None:
+    """The loop's own turn (compiled, asyncio's steps) keeps ``Handle._run``'s rule — a callback's
+    exception goes to the loop's exception handler with asyncio's words, the loop goes on — and
+    asyncio's timer bookkeeping: a cancelled timer never runs, and once most of the heap is
+    cancelled it is swept out."""
+    async def main() -> tuple[list[tuple[str, str, str]], list[int], int, int]:
+        loop = asyncio.get_running_loop()
+        failures: list[tuple[str, str, str]] = []
+        loop.set_exception_handler(lambda _loop, ctx: failures.append(
+            (ctx["message"].split(" at ")[0], type(ctx["exception"]).__name__, type(ctx["handle"]).__name__)))
+        ran: list[int] = []
+
+        def fail_later() -> None:
+            raise ZeroDivisionError
+
+        def fail_soon() -> None:
+            raise IndexError
+
+        loop.call_later(1, fail_later)
+        loop.call_soon(fail_soon)
+        timers = [loop.call_later(100 + i, ran.append, i) for i in range(300)]
+        for timer in timers[:200]:
+            timer.cancel()
+        await asyncio.sleep(2)
+        swept = len(loop._scheduled)  # type: ignore[attr-defined]
+        await asyncio.sleep(500)
+        return failures, ran, swept, round(loop.time())
+
+    failures, ran, swept, now = run_virtual(main())
+    assert failures == [
+        ("Exception in callback test_failing_callbacks_reach_the_exception_handler_and_cancelled_timers_never_run."
+         "<locals>.main.<locals>.fail_soon()", "IndexError", "Handle"),
+        ("Exception in callback test_failing_callbacks_reach_the_exception_handler_and_cancelled_timers_never_run."
+         "<locals>.main.<locals>.fail_later()", "ZeroDivisionError", "TimerHandle"),
+    ]
+    assert ran == list(range(200, 300))
+    assert swept == 100
+    assert now == 502
