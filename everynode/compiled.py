@@ -97,6 +97,7 @@ MODULES: tuple[str, ...] = (
     "everynode.api.validation.workloads",
     "everynode.apiserver.patch.apply",
     "everynode.apiserver.patch.strategic",
+    "everynode.apiserver.registry.copies",
     "everynode.apiserver.registry.decode",
     "everynode.apiserver.registry.options",
     "everynode.apiserver.registry.templates",

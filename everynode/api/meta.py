@@ -82,9 +82,12 @@ def name_of(obj: Obj) -> str:
 
 
 def key_of(obj: Obj) -> str:
-    """``namespace/name`` (or ``name`` for cluster-scoped objects), client-go's MetaNamespaceKey."""
-    ns = namespace_of(obj)
-    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
+    """``namespace/name`` (or ``name`` for cluster-scoped objects), client-go's MetaNamespaceKey.
+    (Read with :func:`field_of`: every informer event and every enqueue asks it.)"""
+    md = field_of(obj, "metadata")
+    ns = field_of(md, "namespace") or ""
+    name = field_of(md, "name") or ""
+    return f"{ns}/{name}" if ns else name
 
 
 def split_key(key: str) -> tuple[str, str]:

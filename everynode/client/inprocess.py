@@ -12,7 +12,7 @@ copied on the way in by default (``copy_inputs=True``): the caller keeps its dic
 or mutate it, while the service may keep what it was given as the stored object.  A ``/status``
 update and a create are the exceptions: they are handed over uncopied and marked borrowed, and
 the store copies what its pipeline changes (a controller's status write is mostly the stored
-object itself, which needs no copy: generic.py ``_borrowed_copy``; a pod made from a template
+object itself, which needs no copy: registry/copies.py ``borrowed_copy``; a pod made from a template
 is mostly the template, which a create answered from it only reads: templates.py).
 """
 

@@ -636,7 +636,7 @@ async def test_status_patch_leaves_the_stored_object_untouched(api: ApiService):
 
 
 async def test_status_patch_carries_untouched_subtrees_over_by_identity():
-    """A ``/status`` patch copies only the top levels (``_private_copy``): what it leaves alone is
+    """A ``/status`` patch copies only the top levels (``copies.private_copy``): what it leaves alone is
     the stored object's own (in a store without sharing, which would make equal copies one
     again), and nothing stored changes, even when later stages mutate."""
     api = ApiService(MemoryStore(share_capacity=0), clock=FixedClock())

@@ -21,7 +21,7 @@ freely.
 Why writes compare with the stored object: most writes (lease renewals, status heartbeats)
 change a few fields of a large object.  The unknown-field check skips subtrees equal to the
 stored ones, a patch result is copied only where the pipeline may change it
-(:func:`_private_copy`), and managedFields, validation and the no-op check all start from
+(``copies.private_copy``), and managedFields, validation and the no-op check all start from
 equality with the stored object, so a write costs about what it changes.
 
 Why no copies on reads: the store hands out its immutable objects; ``get``/``list`` return them
@@ -49,6 +49,7 @@ from everynode.apiserver.patch import (
 )
 from everynode.apiserver.registry import watch as watching
 from everynode.apiserver.registry.context import ServerContext
+from everynode.apiserver.registry.copies import borrowed_copy, private_copy
 from everynode.apiserver.registry.decode import decode, typed_patch_error
 from everynode.apiserver.registry.deletion import check_preconditions, gc_finalizers
 from everynode.apiserver.registry.options import (
@@ -270,7 +271,7 @@ class ResourceStore:
         ns = namespace if rt.namespaced else ""
         old = self.ctx.store.get(rt.key, ns, name)
         if opts.borrowed:
-            body = _borrowed_copy(body, old, restored=self.strategy.restored_fields(subresource),
+            body = borrowed_copy(body, old, restored=self.strategy.restored_fields(subresource),
                                   status_write=subresource == "status")
         obj = decode(rt, ns, body, opts, known=old)
         body_name = obj["metadata"].get("name") or ""
@@ -367,7 +368,7 @@ class ResourceStore:
                 patched = apply_merge_patch(old, patch)
             else:
                 patched = apply_strategic_merge_patch(old, patch, api_version=rt.api_version, kind=rt.kind)
-            patched = _private_copy(patched, old, restored=restored, status_write=subresource == "status")
+            patched = private_copy(patched, old, restored=restored, status_write=subresource == "status")
             new = decode(rt, ns, patched, opts, source="patch", known=old)
             _check_patched_name(new, name)
             apply_defaults(rt.key, new)
@@ -605,91 +606,3 @@ def _is_field_conflict(error: errors.ApiError) -> bool:
     """An apply conflict between field managers (retrying cannot help), not a stale write."""
     causes = (error.status.get("details") or {}).get("causes") or ()
     return any(c.get("reason") == "FieldManagerConflict" for c in causes)
-
-
-def _borrowed_copy(body: Any, old: Obj | None, *, restored: tuple[str, ...], status_write: bool) -> Any:
-    """A private copy of a caller's uncopied update body (``RequestOptions.borrowed``).
-
-    The in-process DaemonSet controller writes its status as ``{**cached, "status": new}``: the
-    top level and status are its own, the rest is the very stored object it read.  Copying all
-    of it (the client's former deep copy) cost more than the rest of the write, and the copy
-    then defeated every identity shortcut after it (the type check, managedFields and
-    structural sharing compared the copied spec and metadata with the stored ones in full).
-    The same rules as for a patch result (:func:`_private_copy`) apply to what the body shares
-    with ``old``; everything else is the caller's and is copied deep, because decoding (which
-    drops unknown fields anywhere) and defaulting change it in place.  For a status write, a
-    top-level value that is ``old``'s own is copied one level (``metadata``) or replaced by the
-    placeholder of a restored field (``spec``), exactly as a status patch leaves them."""
-    if old is None or not isinstance(body, dict):
-        return apimeta.deep_copy(body)
-    if not status_write:
-        return _private_copy(body, old, restored=restored)
-    return _status_write_copy(body, old, restored=restored, own_private=False)
-
-
-def _private_copy(patched: Obj, old: Obj, *, restored: tuple[str, ...], status_write: bool = False) -> Obj:
-    """A copy of a patch result that the write pipeline may mutate, leaving out what it would
-    copy for nothing.
-
-    Patch results share the subtrees a patch left alone with the (immutable) stored object, and
-    decoding, defaults, admission and the strategy change their input in place, so the result
-    must be copied.  A full deep copy of a pod status heartbeat copied the whole spec and every
-    managedFields tree; two parts the patch left untouched (the very objects of ``old``) are
-    therefore not copied:
-
-    * top-level fields in ``restored`` (:meth:`Strategy.restored_fields`), which the strategy
-      resets to the stored value before anything reads them: an empty object stands in for them
-      at the same position (so the key order is unchanged), and whatever defaulting adds to it
-      is discarded with it;
-    * ``metadata.managedFields``, which no stage mutates and which the store replaces by the
-      stored entries (``record_managed_fields``): the stored list itself is kept.
-
-    A ``status_write`` (``*/status``) is copied one level deep only — the object and each of its
-    top-level objects (``metadata``, ``status``, ...), the restored ones as above: on that path
-    every stage changes those levels only (the strategy keeps system metadata, owner references
-    and the spec; defaults set top-level status fields such as a node's ``allocatable``;
-    decoding drops unknown fields, which only the patch's own fresh containers can hold).  So
-    what the patch left alone stays the very object of ``old``, and the type check,
-    managedFields and structural sharing skip it by identity instead of comparing copies.
-    """
-    if not isinstance(patched, dict):
-        return apimeta.deep_copy(patched)  # not an object: decoding rejects it
-    if status_write:
-        return _status_write_copy(patched, old, restored=restored, own_private=True)
-    shell = dict(patched)
-    for key in restored:
-        if key in shell and key in old and shell[key] is old[key]:
-            shell[key] = None
-    md = shell.get("metadata")
-    managed = md.get("managedFields") if isinstance(md, dict) else None
-    keep_managed = managed is not None and managed is (old.get("metadata") or {}).get("managedFields")
-    if keep_managed and isinstance(md, dict):
-        shell["metadata"] = dict(md, managedFields=None)
-    copy: Obj = apimeta.deep_copy(shell)
-    for key in restored:
-        if key in shell and shell[key] is None and patched[key] is not None:
-            copy[key] = {}
-    if keep_managed:
-        copy["metadata"]["managedFields"] = managed
-    return copy
-
-
-def _status_write_copy(body: Obj, old: Obj, *, restored: tuple[str, ...], own_private: bool) -> Obj:
-    """The copy a ``*/status`` write's pipeline may change, one level deep where it can be.
-
-    A top-level value that is ``old``'s own is replaced by a placeholder when it is restored
-    (the strategy puts the stored one back; whatever defaulting adds is discarded with it), else
-    copied one level.  Another restored value is copied deep (defaults change it).  Any other
-    value is copied one level when what lies below its top is private to the request
-    (``own_private``: a patch result's fresh containers) and deep otherwise (a borrowed body's
-    are its caller's, and decoding drops unknown fields anywhere)."""
-    out: Obj = {}
-    for key, value in body.items():
-        untouched = value is not None and key in old and value is old[key]
-        if key in restored:
-            out[key] = {} if untouched else apimeta.deep_copy(value)
-        elif untouched or own_private:
-            out[key] = dict(value) if type(value) is dict else value
-        else:
-            out[key] = apimeta.deep_copy(value)
-    return out

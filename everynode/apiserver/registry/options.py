@@ -49,7 +49,7 @@ class RequestOptions:
         self.warnings: list[str] = [] if warnings is None else warnings
         # The body is the caller's own, uncopied (the in-process client's status writes and
         # creates): it may share containers with the caller and with the stored object, so the
-        # store copies what its pipeline would change (generic.py ``_borrowed_copy``; a create
+        # store copies what its pipeline would change (copies.py ``borrowed_copy``; a create
         # answered from its template copies only the pod's own template fields, templates.py)
         # instead of the client copying all.
         self.borrowed = borrowed

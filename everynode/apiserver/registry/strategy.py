@@ -49,7 +49,7 @@ class SubresourceStrategy:
     """The rules of an update through a subresource (``pods/status``, ``namespaces/finalize``).
 
     ``restored`` names the top-level fields ``prepare_for_update`` resets to the stored value
-    before anything reads them, so the patch path need not copy them (``generic._private_copy``)."""
+    before anything reads them, so the patch path need not copy them (``copies.private_copy``)."""
 
     restored: tuple[str, ...] = ()
 
