@@ -348,8 +348,8 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # four of the nine writes of every node a rollout replaces.
                                 event_reasons=None if full_copy else EVENT_REASONS,
                                 # The copy lives for one plan, and its rollout is a chain of
-                                # updates (a replaced pod's binding, two kubelet status patches
-                                # and its deletion; the DaemonSet's status) whose new parts are
+                                # updates (a replaced pod's binding, the kubelet's status
+                                # patches and its deletion; the DaemonSet's status) whose new parts are
                                 # mostly its own (statuses, timestamps): looking them up in the
                                 # sharing tables made every update serialise and hash them, in
                                 # tables too big for the CPU's caches.  The loaded objects and
@@ -359,8 +359,10 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # +36 MB (+6%) of peak memory.
                                 share_updates=False,
                                 # A pod's Pending status, which nothing in a rollout reads and
-                                # the next write replaces (kubelet/podlifecycle.py): one of the
-                                # two kubelet status writes of every pod replaced.
+                                # the next write replaces (kubelet/podlifecycle.py): it was one of
+                                # the two kubelet status writes of every pod replaced (measured,
+                                # 500 nodes at maxUnavailable 1: -13.8% of the rollout's
+                                # instructions; 1,000 nodes at 10%: -20.3%).
                                 pending_status=full_copy)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
