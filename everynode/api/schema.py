@@ -97,9 +97,9 @@ class Node:
         self.check: str = "any"          # "object" | "map" | "array" | "int32" | "string" | ...
         self.accepts: Callable[[Any], bool] = _accept_any
         self._go_type: str = ""
-        # The type check's compiled verdict for a value at this position (api/typecheck.py),
-        # made on first use.
-        self.clean: Callable[[Any, Any], bool] | None = None
+        # The type check's compiled verdict for a value at this position (api/typecheck.py's
+        # ``_Verdict``, which this module cannot name without an import cycle), made on first use.
+        self.clean: Any = None
 
     @property
     def go_struct(self) -> str:
@@ -287,10 +287,21 @@ definition matches, so built-in lookups cost nothing more."""
 
 
 def kind_node(api_version: str, kind: str) -> Node | None:
+    key = (api_version, kind)
+    node = _KIND_NODES.get(key)
+    if node is not None:
+        return node
     name = definition_name(api_version, kind)
     if name:
-        return definition_node(name)
-    return RUNTIME_KINDS.get((api_version, kind)) if RUNTIME_KINDS else None
+        node = _KIND_NODES[key] = definition_node(name)
+        return node
+    return RUNTIME_KINDS.get(key) if RUNTIME_KINDS else None
+
+
+# The built-in kinds' nodes by (apiVersion, kind): every write asks (type check, managedFields),
+# and the definition's name cost a cached call and a second lookup.  Served custom kinds come and
+# go (RUNTIME_KINDS), so they are always looked up there.
+_KIND_NODES: dict[tuple[str, str], Node] = {}
 
 
 def field_schema(def_name: str, path: tuple[str, ...]) -> dict[str, Any] | None:

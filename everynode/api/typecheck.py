@@ -80,14 +80,25 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, Any], *,
     """The unknown fields and type problems of ``obj`` (a served kind; others report nothing).
 
     ``known``: an earlier, clean version of the same object; subtrees equal to it are skipped."""
+    if is_clean(api_version, kind, obj, known=known):
+        return Findings()
+    return walk(api_version, kind, obj, known=known)
+
+
+def is_clean(api_version: str, kind: str, obj: Mapping[str, Any], *,
+             known: Mapping[str, Any] | None = None) -> bool:
+    """Whether :func:`check_object` finds nothing: the compiled verdict, without wording."""
+    node = kind_node(api_version, kind)
+    return node is None or verdict(node).clean(obj, _ABSENT if known is None else known)
+
+
+def walk(api_version: str, kind: str, obj: Mapping[str, Any], *,
+         known: Mapping[str, Any] | None = None) -> Findings:
+    """:func:`check_object`'s findings by the walk alone (what the verdict is checked against)."""
     findings = Findings()
     node = kind_node(api_version, kind)
-    if node is None:
-        return findings
-    known_value = _ABSENT if known is None else known
-    if _clean(node)(obj, known_value):
-        return findings
-    _Walker(findings).object(node, obj, known_value, [], [], kind)
+    if node is not None:
+        _Walker(findings).object(node, obj, _ABSENT if known is None else known, [], [], kind)
     return findings
 
 
@@ -95,151 +106,236 @@ def check_object(api_version: str, kind: str, obj: Mapping[str, Any], *,
 #
 # Most writes are clean, and for them the walker's bookkeeping (the path as a step stack, the Go
 # struct of each position, a method call per level) is spent for nothing.  Each schema position
-# therefore gets a closure, compiled on first use, that answers only "would the walk find
-# anything here?" — the same rules in the same places (what each position accepts, unknown
-# fields, subtrees equal to the known version skipped, the pod template memo) — and stops at the
-# first finding; check_object then walks again with the walker, which words the findings.
+# therefore gets a verdict, made on first use, that answers only "would the walk find anything
+# here?" — the same rules in the same places (what each position accepts, unknown fields,
+# subtrees equal to the known version skipped, the pod template memo) — and stops at the first
+# finding; check_object then walks again with the walker, which words the findings.
 # tests/unit/test_write_path_shortcuts.py compares both on clean and faulty objects.
+#
+# The verdicts are instances of small classes, not closures: compiled (compiled.py), a verdict
+# calls its children's ``clean`` through the class's method table and tests a scalar by its
+# check's code inline, where nested functions were called as generic Python objects (their
+# arguments parsed at every call) and each scalar's predicate too.  A status write checks every
+# value of the status it brings (a pod's Running status: about fifty), so the call is what the
+# check cost.
+
+# The scalar checks tested inline (schema.py's predicates, by the node's ``check``); any other
+# check (bytes, intstr, quantity) calls the node's predicate.
+_ANY, _STRING, _INT32, _INT64, _BOOL, _FLOAT64, _PREDICATE = 0, 1, 2, 3, 4, 5, 6
+_CHECK_CODES: dict[str, int] = {"any": _ANY, "string": _STRING, "time": _STRING, "int32": _INT32,
+                                "int64": _INT64, "bool": _BOOL, "float64": _FLOAT64}
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _clean(node: Node) -> Any:
-    """The compiled verdict of ``node``: ``clean(value, known) -> bool``."""
-    check = node.clean
-    if check is None:
-        check = node.clean = _compile(node)
-    return check
+def _scalar_code(node: Node) -> int:
+    """The inline test of a scalar (or open: anything) position."""
+    if node.kind != "scalar":
+        return _ANY
+    return _CHECK_CODES.get(node.check, _PREDICATE)
 
 
-def _compile(node: Node) -> Any:
+def _accepts(code: int, node: Node, value: Any) -> bool:
+    """What schema.py's predicate of ``node`` answers for a non-null ``value`` (``code``: its
+    :func:`_scalar_code`)."""
+    if code == _STRING:
+        return type(value) is str
+    if code == _INT32:
+        return type(value) is int and _INT32_MIN <= value <= _INT32_MAX
+    if code == _BOOL:
+        return type(value) is bool
+    if code == _ANY:
+        return True
+    if code == _INT64:
+        return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
+    if code == _FLOAT64:
+        return type(value) is float or type(value) is int
+    return node.accepts(value)
+
+
+class _Verdict:
+    """An open position's verdict (anything goes); the base of the others."""
+
+    def clean(self, value: Any, known: Any) -> bool:
+        """Whether the walk would find nothing in ``value`` (``known``: the clean version it
+        replaces, or ``_ABSENT``)."""
+        return True
+
+
+def verdict(node: Node) -> _Verdict:
+    """The verdict of ``node``, made once and kept on the node."""
+    made = node.clean
+    if made is None:
+        made = node.clean = _make_verdict(node)
+    result: _Verdict = made
+    return result
+
+
+def _make_verdict(node: Node) -> _Verdict:
     kind = node.kind
     # A badly typed value is a finding, except at an "any" position (a custom resource's).
     wrong_type_ok = node.check == "any"
     if kind == "object":
-        return _compile_object(node, wrong_type_ok)
-    if kind == "array":
-        return _compile_items(node, wrong_type_ok, list)
-    if kind == "map":
-        return _compile_items(node, wrong_type_ok, dict)
+        return _ObjectVerdict(node, wrong_type_ok)
+    if kind == "array" or kind == "map":
+        element = node.items if kind == "array" else node.values
+        if element is None or element.kind == "open":
+            return _ShallowVerdict(kind == "array", wrong_type_ok)
+        if element.kind == "scalar":
+            return _ScalarItemsVerdict(kind == "array", wrong_type_ok, element)
+        return _ItemsVerdict(kind == "array", wrong_type_ok, element)
     if kind == "scalar":
-        accepts = node.accepts
-
-        def scalar(value: Any, known: Any) -> bool:
-            return wrong_type_ok or accepts(value)
-        return scalar
-    return _always_clean  # open
+        return _ScalarVerdict(wrong_type_ok, node)
+    return _Verdict()  # open
 
 
-def _always_clean(value: Any, known: Any) -> bool:
-    return True
+class _ScalarVerdict(_Verdict):
+    def __init__(self, wrong_type_ok: bool, node: Node) -> None:
+        self.wrong_type_ok = wrong_type_ok
+        self.node = node
+        self.code = _scalar_code(node)
+
+    def clean(self, value: Any, known: Any) -> bool:
+        return self.wrong_type_ok or _accepts(self.code, self.node, value)
 
 
-def _compile_object(node: Node, wrong_type_ok: bool) -> Any:
-    # key -> None (open: anything), a scalar's accepts (None-check first), or the child node
-    props = node.props
-    scalars: dict[str, Any] = {}
-    containers: dict[str, Node] = {}
-    for key, child in props.items():
-        if child.kind == "scalar":
-            scalars[key] = _accepts_anything if child.check == "any" else child.accepts
-        elif child.kind == "open":
-            scalars[key] = _accepts_anything
-        else:
-            containers[key] = child
-    per_object = _PER_OBJECT_FIELDS.get(node.definition)
+class _ObjectVerdict(_Verdict):
+    def __init__(self, node: Node, wrong_type_ok: bool) -> None:
+        self.node = node
+        self.wrong_type_ok = wrong_type_ok
+        # key -> the scalar's code (open fields: anything) ...
+        self.scalars: dict[str, int] = {}
+        self.scalar_nodes: dict[str, Node] = {}
+        # ... or the container's node, and its verdict once used
+        self.containers: dict[str, Node] = {}
+        self.verdicts: dict[str, _Verdict] = {}
+        for key, child in node.props.items():
+            if child.kind == "scalar" or child.kind == "open":
+                self.scalars[key] = _ANY if child.check == "any" else _scalar_code(child)
+                self.scalar_nodes[key] = child
+            else:
+                self.containers[key] = child
+        self.per_object = _PER_OBJECT_FIELDS.get(node.definition)
 
-    def fields(items: Any, known: Any) -> bool:
-        known_get = known.get if type(known) is dict else _NOTHING_KNOWN.get
-        for key, sub in items:
-            accepts = scalars.get(key)
-            if accepts is not None:
-                if sub is not None and not accepts(sub):
+    def clean(self, value: Any, known: Any) -> bool:
+        if type(value) is not dict:
+            return self.wrong_type_ok
+        per_object = self.per_object
+        if per_object is not None and known is _ABSENT:
+            template = _template_key(self.node, value, per_object)
+            if template is not None and template in _CLEAN_TEMPLATES:
+                return self.fields(value, known, per_object)
+            if template is not None:
+                if not self.fields(value, known, None):
+                    return False
+                remember(_CLEAN_TEMPLATES, template, True, limit=_CLEAN_TEMPLATES_MAX)
+                return True
+        return self.fields(value, known, None)
+
+    def fields(self, value: dict[str, Any], known: Any, only: frozenset[str] | None) -> bool:
+        """The verdict over ``value``'s fields (``only``: those named there)."""
+        known_map: dict[str, Any] = known if type(known) is dict else _NOTHING_KNOWN
+        scalars = self.scalars
+        for key, sub in value.items():
+            if only is not None and key not in only:
+                continue
+            code = scalars.get(key, -1)
+            if code >= 0:
+                if code != _ANY and sub is not None and not _accepts(code, self.scalar_nodes[key], sub):
                     return False
                 continue
-            child = containers.get(key)
+            child = self.containers.get(key)
             if child is None:
                 return False  # an unknown field
             if sub is None:
                 continue
-            before = known_get(key, _ABSENT)
+            before = known_map.get(key, _ABSENT)
             if before is sub or (before is not _ABSENT and _same(before, sub)):
                 continue
-            if not _clean(child)(sub, before):
+            check = self.verdicts.get(key)
+            if check is None:
+                check = self.verdicts[key] = verdict(child)
+            if not check.clean(sub, before):
                 return False
         return True
 
-    def check(value: Any, known: Any) -> bool:
-        if type(value) is not dict:
-            return wrong_type_ok
-        if per_object is not None and known is _ABSENT:
-            template = _template_key(node, value, per_object)
-            if template is not None and template in _CLEAN_TEMPLATES:
-                return fields([(k, v) for k, v in value.items() if k in per_object], known)
-            if template is not None:
-                if not fields(value.items(), known):
-                    return False
-                remember(_CLEAN_TEMPLATES, template, True, limit=_CLEAN_TEMPLATES_MAX)
-                return True
-        return fields(value.items(), known)
-    return check
+
+class _ShallowVerdict(_Verdict):
+    """An array (``is_list``) or map of anything: only its own type is checked."""
+
+    def __init__(self, is_list: bool, wrong_type_ok: bool) -> None:
+        self.is_list = is_list
+        self.wrong_type_ok = wrong_type_ok
+
+    def clean(self, value: Any, known: Any) -> bool:
+        return (type(value) is list if self.is_list else type(value) is dict) or self.wrong_type_ok
 
 
-def _compile_items(node: Node, wrong_type_ok: bool, container: type) -> Any:
-    """An array's (``container`` list) or a map's (dict) verdict: the type, then each item."""
-    element = node.items if container is list else node.values
-    if element is None or element.kind == "open":
-        def shallow(value: Any, known: Any) -> bool:
-            return type(value) is container or wrong_type_ok
-        return shallow
-    if element.kind == "scalar":
-        accepts = _accepts_anything if element.check == "any" else element.accepts
+class _ScalarItemsVerdict(_Verdict):
+    """An array (``is_list``) or map of scalars."""
 
-        def scalar_items(value: Any, known: Any) -> bool:
+    def __init__(self, is_list: bool, wrong_type_ok: bool, element: Node) -> None:
+        self.is_list = is_list
+        self.wrong_type_ok = wrong_type_ok
+        self.element = element
+        self.code = _ANY if element.check == "any" else _scalar_code(element)
+
+    def clean(self, value: Any, known: Any) -> bool:
+        code = self.code
+        element = self.element
+        if self.is_list:
             if type(value) is not list:
-                return wrong_type_ok
-            return all(sub is None or accepts(sub) for sub in value)
-
-        def scalar_values(value: Any, known: Any) -> bool:
-            if type(value) is not dict:
-                return wrong_type_ok
-            return all(sub is None or accepts(sub) for sub in value.values())
-        return scalar_items if container is list else scalar_values
-    child: Node = element
-
-    def list_items(value: Any, known: Any) -> bool:
-        if type(value) is not list:
-            return wrong_type_ok
-        sub_clean = _clean(child)
-        known_items: Any = known if type(known) is list else ()
-        n_known = len(known_items)
-        for i, sub in enumerate(value):
-            if sub is None:
-                continue
-            before = known_items[i] if i < n_known else _ABSENT
-            if before is sub or (before is not _ABSENT and _same(before, sub)):
-                continue
-            if not sub_clean(sub, before):
-                return False
-        return True
-
-    def map_items(value: Any, known: Any) -> bool:
+                return self.wrong_type_ok
+            items: list[Any] = value
+            return code == _ANY or all(sub is None or _accepts(code, element, sub) for sub in items)
         if type(value) is not dict:
-            return wrong_type_ok
-        sub_clean = _clean(child)
-        known_get = known.get if type(known) is dict else _NOTHING_KNOWN.get
-        for key, sub in value.items():
+            return self.wrong_type_ok
+        values: dict[Any, Any] = value
+        return code == _ANY or all(sub is None or _accepts(code, element, sub) for sub in values.values())
+
+
+class _ItemsVerdict(_Verdict):
+    """An array (``is_list``) or map of containers: the type, then each item against the known
+    version's item at the same index (key)."""
+
+    def __init__(self, is_list: bool, wrong_type_ok: bool, element: Node) -> None:
+        self.is_list = is_list
+        self.wrong_type_ok = wrong_type_ok
+        self.element = element
+        self.item: _Verdict | None = None
+
+    def clean(self, value: Any, known: Any) -> bool:
+        item = self.item
+        if item is None:
+            item = self.item = verdict(self.element)
+        if self.is_list:
+            if type(value) is not list:
+                return self.wrong_type_ok
+            items: list[Any] = value
+            known_items: list[Any] = known if type(known) is list else []
+            n_known = len(known_items)
+            for i, sub in enumerate(items):
+                if sub is None:
+                    continue
+                before = known_items[i] if i < n_known else _ABSENT
+                if before is sub or (before is not _ABSENT and _same(before, sub)):
+                    continue
+                if not item.clean(sub, before):
+                    return False
+            return True
+        if type(value) is not dict:
+            return self.wrong_type_ok
+        values: dict[Any, Any] = value
+        known_map: dict[Any, Any] = known if type(known) is dict else _NOTHING_KNOWN
+        for key, sub in values.items():
             if sub is None:
                 continue
-            before = known_get(key, _ABSENT)
+            before = known_map.get(key, _ABSENT)
             if before is sub or (before is not _ABSENT and _same(before, sub)):
                 continue
-            if not sub_clean(sub, before):
+            if not item.clean(sub, before):
                 return False
         return True
-    return list_items if container is list else map_items
-
-
-def _accepts_anything(value: Any) -> bool:
-    return True
 
 
 class _Walker:
@@ -483,7 +579,7 @@ def _template_key(node: Node, value: dict[str, Any], per_object: frozenset[str])
 
 
 _ABSENT: Any = object()
-_NOTHING_KNOWN: Mapping[str, Any] = {}
+_NOTHING_KNOWN: dict[str, Any] = {}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -79,6 +79,25 @@ def _lease() -> dict[str, Any]:
     }
 
 
+def _daemonset_and_secret() -> list[dict[str, Any]]:
+    """Objects with the scalar checks a pod leaves out: IntOrString, Quantity, bool, int32 in a
+    list of objects, a map of strings, and base64 bytes."""
+    return [{
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "ds", "namespace": "default", "labels": {"app": "x"}},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "minReadySeconds": 5,
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%",
+                                                                             "maxSurge": 0}},
+                 "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{
+                     "name": "c", "image": "nginx", "ports": [{"containerPort": 80, "hostPort": 80}],
+                     "resources": {"requests": {"cpu": "100m", "memory": 64}},
+                     "securityContext": {"privileged": True}}]}}},
+    }, {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"},
+        "type": "Opaque", "data": {"k": "dmFsdWU="}, "immutable": False,
+    }]
+
+
 def _edit(obj: dict[str, Any], *steps: Any, value: Any = None, delete: bool = False) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     node = out
@@ -194,23 +213,26 @@ def _mutated(obj: Any, path: tuple[Any, ...], replacement: Any) -> Any:
     ("v1", "Pod", _pod(), _pod()),
     ("coordination.k8s.io/v1", "Lease", _lease(), None),
     ("v1", "Pod", _pinned_pod("n1"), None),
-], ids=["pod", "pod-known", "lease", "pinned-pod"])
-def test_compiled_verdict_finds_what_the_walk_finds(api_version, kind, obj, known, monkeypatch):
-    """The compiled verdict (typecheck._clean) answers "clean" exactly when the walker finds
-    nothing: at every place of the object, every wrong JSON type and an unknown field."""
+    ("apps/v1", "DaemonSet", _daemonset_and_secret()[0], None),
+    ("apps/v1", "DaemonSet", _daemonset_and_secret()[0], _daemonset_and_secret()[0]),
+    ("v1", "Secret", _daemonset_and_secret()[1], None),
+], ids=["pod", "pod-known", "lease", "pinned-pod", "daemonset", "daemonset-known", "secret"])
+def test_compiled_verdict_finds_what_the_walk_finds(api_version, kind, obj, known):
+    """The compiled verdict (typecheck.is_clean) answers "clean" exactly when the walker finds
+    nothing: at every place of the object, every wrong JSON type and an unknown field; and
+    check_object reports what the walk alone reports."""
     from everynode.api import typecheck
 
-    def walk(o: Any) -> tuple[list[str], list[str]]:
-        found = typecheck.check_object(api_version, kind, deep_copy(o), known=known)
-        return found.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in found.problems]
+    def found(f: typecheck.Findings) -> tuple[list[str], list[str]]:
+        return f.unknown, [f"{p.go_path}: {typecheck.go_decode_message(p)}" for p in f.problems]
 
     cases = [obj, *(_mutated(obj, path, r) for path, r in _mutations(obj) if path)]
-    with monkeypatch.context() as m:
-        m.setattr(typecheck, "_clean", lambda node: lambda value, known: False)  # always the walk
-        walked = [walk(o) for o in cases]
+    walked = [found(typecheck.walk(api_version, kind, deep_copy(o), known=known)) for o in cases]
     typecheck._CLEAN_TEMPLATES.clear()
     for _ in range(2):  # (the second time with the pod template remembered)
-        assert [walk(o) for o in cases] == walked
+        assert [typecheck.is_clean(api_version, kind, deep_copy(o), known=known) for o in cases] \
+            == [w == ([], []) for w in walked]
+        assert [found(typecheck.check_object(api_version, kind, deep_copy(o), known=known)) for o in cases] == walked
     assert walked[0] == ([], []) and sum(1 for w in walked if w != ([], [])) > len(cases) // 2
 
 
