@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from everynode.memo import remember
+
 Obj = dict[str, Any]
 
 RUNTIME = "everynode"
@@ -49,8 +51,18 @@ def image_ref(image: str) -> str:
 
 
 def image_id(image: str) -> str:
-    repo = image_ref(image).rsplit(":", 1)[0]
-    return f"{repo}@sha256:{_digest(image)}"
+    """The digest reference the runtime reports for ``image``: a pure function of the image name,
+    so remembered (every pod of a DaemonSet runs the same images; hashing it was a tenth of
+    building a Running status)."""
+    known = _IMAGE_IDS.get(image)
+    if known is None:
+        repo = image_ref(image).rsplit(":", 1)[0]
+        known = remember(_IMAGE_IDS, image, f"{repo}@sha256:{_digest(image)}", limit=_IMAGE_IDS_MAX)
+    return known
+
+
+_IMAGE_IDS: dict[str, str] = {}
+_IMAGE_IDS_MAX = 1024
 
 
 def _containers(spec: Obj) -> list[Obj]:

@@ -32,6 +32,22 @@ def test_a_name_suffix_is_drawn_from_upstreams_alphabet() -> None:
     assert len(meta.random_suffix(3)) == 3
 
 
+@pytest.mark.parametrize("seed", [0, 1, 11, 2**40])
+def test_a_seeded_suffix_is_what_random_choices_draws_from_the_same_seed(seed: int) -> None:
+    """Seeded runs (plan, the golden converge) name what they make exactly as when the suffix was
+    ``suffix_source.choices(NAME_ALPHABET, k=n)``."""
+    import random
+
+    original = meta.suffix_source
+    try:
+        meta.suffix_source = random.Random(seed)
+        drawn = [meta.random_suffix(n) for n in (5, 5, 3, 1, 8)]
+    finally:
+        meta.suffix_source = original
+    reference = random.Random(seed)
+    assert drawn == ["".join(reference.choices(meta.NAME_ALPHABET, k=n)) for n in (5, 5, 3, 1, 8)]
+
+
 def test_generate_name_cuts_the_base_to_58_characters() -> None:
     name = meta.generate_name("a" * 80)  # no vowel is in the suffix alphabet: the cut shows
     assert len(name) == meta.MAX_GENERATED_NAME_LENGTH

@@ -321,11 +321,11 @@ def without_members(tree: Tree, path: tuple[str, ...]) -> Tree:
     return out
 
 
-def with_members(tree: Tree, part: dict[str, Any], *, api_version: str, kind: str) -> Tree:
-    """The (interned) root ``tree`` with the members of ``part`` (a partial object whose fields
-    ``tree`` does not hold) added: the entry of an object made of both."""
+def with_members(tree: Tree, members: Tree) -> Tree:
+    """The (interned) root ``tree`` with ``members`` (the :func:`created_members` of a partial
+    object whose fields ``tree`` does not hold) added: the entry of an object made of both."""
     out = dict(tree)
-    for element, below in created_members(part, api_version=api_version, kind=kind).items():
+    for element, below in members.items():
         out[element] = _union(out[element], below) if element in out else below
     return _interned(_sorted(out))
 
