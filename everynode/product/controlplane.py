@@ -82,8 +82,9 @@ class ControlPlaneConfig:
     # Created, Started, Killing) as it writes pods, and node registration one per node.
     event_reasons: frozenset[str] | None = None
     # Whether an update's new content joins the in-memory store's structural sharing
-    # (storage/memory.py ``share_updates``, off by default there too); creates are always shared.
-    share_updates: bool = False
+    # (storage/memory.py ``share_updates``); creates are always shared.  Only ``plan``'s copy
+    # turns it off: see plan.py ``running_copy``.
+    share_updates: bool = True
     # Whether the simulated kubelets write a pod's Pending status before its containers start
     # (kubelet/podlifecycle.py, "The Pending write").  Only ``plan``'s copy turns it off.
     pending_status: bool = True

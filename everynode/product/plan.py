@@ -356,8 +356,7 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # the created pods are shared as always; the rest is kept as
                                 # written.  Measured (one sitting, 5,000 nodes): the rollout
                                 # 4% faster at maxUnavailable 10%, 8–10% at 1 (2,000 nodes), for
-                                # +36 MB (+6%) of peak memory.  (Every store now
-                                # defaults to this: storage/memory.py ``share_updates``.)
+                                # +36 MB (+6%) of peak memory.
                                 share_updates=False,
                                 # A pod's Pending status, which nothing in a rollout reads and
                                 # the next write replaces (kubelet/podlifecycle.py): it was one of

@@ -87,68 +87,6 @@ _EMPTY_DICT_TEXT_HASH: Final = hash(dumps({}))
 _EMPTY_LIST_TEXT_HASH: Final = hash(dumps([]))
 
 
-def reuse_unchanged(obj: dict[str, Any], previous: dict[str, Any]) -> None:
-    """Give an update's object (not entered in the tables: ``share_updates=False``) the stored
-    version's own containers where it brings equal ones, at its top level and in ``metadata``.
-
-    Why: an update through HTTP (``kubectl replace``, a client's full PUT) decodes the whole
-    object afresh, so without this its unchanged spec, labels and owner references would be
-    stored again as copies, where the stored version's are shared.  Only the same key is
-    compared (no alias between two places of one object can arise), exactly: the same JSON
-    types (``true`` is not ``1``) and the same key order, as the JSON texts would compare, but
-    walked in step, stopping at the first difference and skipping members that are the same
-    object (:func:`same_json`; a re-rendered managedFields list holds the stored entries, so
-    serialising both sides, as at first, cost more than the rest of a DaemonSet's status write).
-    Containers carried over by identity (the in-process writes') cost one ``is``."""
-    _reuse_level(obj, previous, "metadata")
-    md, before = obj.get("metadata"), previous.get("metadata")
-    if type(md) is dict and type(before) is dict and md is not before:
-        # (managedFields: the entries are the stored ones or new, rendered by the write itself)
-        _reuse_level(md, before, "managedFields")
-
-
-def _reuse_level(container: dict[str, Any], previous: dict[str, Any], passed: str) -> None:
-    for key, child in container.items():
-        t = type(child)
-        if t is not dict and t is not list:
-            continue
-        before = previous.get(key)
-        if before is child or type(before) is not t or key == passed:
-            continue
-        if same_json(child, before):
-            container[key] = before
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Whether two JSON-shaped values have the same JSON text: the same types (``True`` is not
-    ``1``, ``1.0`` is not ``1``), keys in the same order, equal scalars; a member that is the same
-    object on both sides is not walked."""
-    if a is b:
-        return True
-    t = type(a)
-    if t is not type(b):
-        return False
-    if t is dict:
-        da: dict[Any, Any] = a
-        db: dict[Any, Any] = b
-        if len(da) != len(db):
-            return False
-        for (ka, va), (kb, vb) in zip(da.items(), db.items(), strict=True):
-            if ka != kb or not same_json(va, vb):
-                return False
-        return True
-    if t is list:
-        la: list[Any] = a
-        lb: list[Any] = b
-        if len(la) != len(lb):
-            return False
-        for x, y in zip(la, lb, strict=True):
-            if not same_json(x, y):
-                return False
-        return True
-    return bool(a == b)
-
-
 class _Generations:
     """A bounded map with two generations (see module docstring)."""
 

@@ -58,7 +58,7 @@ from everynode.storage.base import (
     Watch,
     WatchEvent,
 )
-from everynode.storage.canonical import DEFAULT_CAPACITY, Canonicalizer, reuse_unchanged
+from everynode.storage.canonical import DEFAULT_CAPACITY, Canonicalizer
 from everynode.storage.watch import ADDED, DELETED, MODIFIED, WatchHub, with_resource_version
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class MemoryStore(Store):
 
     def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000,
                  share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL,
-                 unshared: frozenset[str] = UNSHARED_RESOURCES, share_updates: bool = False) -> None:
+                 unshared: frozenset[str] = UNSHARED_RESOURCES, share_updates: bool = True) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
         # Objects that expire (Events, as etcd leases expire them upstream): resource -> seconds.
         self._ttl: dict[str, float] = {r: event_ttl for r in TTL_RESOURCES} if event_ttl else {}
@@ -194,14 +194,8 @@ class MemoryStore(Store):
         # Equal sub-trees of stored objects are kept once (canonical.py); 0 turns sharing off.
         self._canonical = Canonicalizer(capacity=share_capacity) if share_capacity > 0 else None
         self._unshared = unshared  # resources stored as written (UNSHARED_RESOURCES)
-        # False (the default): an update keeps what it carries over of the stored version
-        # (canonical already), and the stored version's containers where it brings equal ones
-        # (canonical.reuse_unchanged); the rest is stored as written; only creates are shared
-        # (``_shared``).  What an update brings is mostly its own (a status with its times, IPs
-        # and container IDs), and looking it up made every update serialise and hash it: in
-        # ``bench converge``'s API floor (5,000 pods: create, binding, Running status) that was
-        # 19% of the instructions, while at 20,000 nodes the converged cluster took the same
-        # memory either way (715 MiB shared, 713 MiB not).  True shares updates too.
+        # False: an update keeps what it carries over of the stored version (canonical already)
+        # and stores what it brings as written; only creates are shared (``_shared``).
         self._share_updates = share_updates
         self._writes: dict[str, int] = {}  # resource -> writes applied (Store.writes)
         self._rv = 0  # last applied (visible) resourceVersion
@@ -378,10 +372,7 @@ class MemoryStore(Store):
         """The object about to be stored, its sub-trees replaced by equal ones already stored
         (``previous``: the stored version it replaces, whose carried-over parts are kept as are)."""
         canonical = self._canonical
-        if canonical is None or resource in self._unshared:
-            return obj
-        if previous is not None and not self._share_updates:
-            reuse_unchanged(obj, previous)
+        if canonical is None or resource in self._unshared or (previous is not None and not self._share_updates):
             return obj
         return canonical.object(obj, previous)
 
