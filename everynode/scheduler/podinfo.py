@@ -67,14 +67,13 @@ class PodInfo:
         self.preempt_never = spec.get("preemptionPolicy") == "Never"
         self.node_name: str = spec.get("nodeName") or ""
         self.tolerations: list[Obj] = spec.get("tolerations") or []
-        self.milli_cpu, self.memory, self.scalar = pod_requests(spec)
-        self.host_ports: tuple[HostPort, ...] = pod_host_ports(spec)
+        facts = container_facts(spec)
+        self.milli_cpu, self.memory, self.scalar = facts.milli_cpu, facts.memory, facts.scalar
+        self.host_ports: tuple[HostPort, ...] = facts.host_ports
         self.candidates: frozenset[str] | None = candidate_node_names(spec)
         self._affinity: NodeMatcher | None = None
         self.labels: dict[str, str] = md.get("labels") or _NO_LABELS
-        self.nonzero_milli_cpu, self.nonzero_memory = (
-            (self.milli_cpu, self.memory) if _every_container_requests_cpu_and_memory(spec)
-            else pod_nonzero_requests(spec))
+        self.nonzero_milli_cpu, self.nonzero_memory = facts.nonzero_milli_cpu, facts.nonzero_memory
         affinity = spec.get("affinity")
         self.has_pod_affinity = bool(affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")))
         self._pod_affinity: Any = _UNSET
@@ -114,6 +113,48 @@ class PodInfo:
             if ref.get("controller"):
                 return ref
         return None
+
+
+class ContainerFacts:
+    """What a pod's containers, init containers, overhead and ``hostNetwork`` say for scheduling:
+    its requests (as filtered and as scored) and its host ports.  Never mutated."""
+
+    __slots__ = ("milli_cpu", "memory", "scalar", "host_ports", "nonzero_milli_cpu", "nonzero_memory",
+                 "containers", "init_containers", "overhead")
+
+    def __init__(self, spec: Obj) -> None:
+        self.milli_cpu, self.memory, self.scalar = pod_requests(spec)
+        self.host_ports: tuple[HostPort, ...] = pod_host_ports(spec)
+        self.nonzero_milli_cpu, self.nonzero_memory = (
+            (self.milli_cpu, self.memory) if _every_container_requests_cpu_and_memory(spec)
+            else pod_nonzero_requests(spec))
+        # (kept: the memo's key holds their ids, which stay theirs while they live)
+        self.containers: Any = spec.get("containers")
+        self.init_containers: Any = spec.get("initContainers")
+        self.overhead: Any = spec.get("overhead")
+
+
+# (ids of containers, initContainers, overhead; hostNetwork) -> their facts.  The pods of one
+# template share those very objects (the template creates store them once: templates.py), and a
+# PodInfo is made for each version of each pod the scheduler sees, so summing the requests and
+# collecting the host ports again was most of making one.  Stored objects are immutable
+# (storage/base.py): identity is enough, and the facts keep the objects, so the ids cannot be
+# reused while their entry lives.
+_FACTS: dict[tuple[int, int, int, bool], ContainerFacts] = {}
+_FACTS_MAX = 4096
+
+
+def container_facts(spec: Obj) -> ContainerFacts:
+    """:class:`ContainerFacts` of ``spec``, remembered by the identity of its parts."""
+    containers = spec.get("containers")
+    init = spec.get("initContainers")
+    overhead = spec.get("overhead")
+    key = (id(containers), id(init), id(overhead), bool(spec.get("hostNetwork")))
+    known = _FACTS.get(key)
+    if known is not None and known.containers is containers and known.init_containers is init \
+            and known.overhead is overhead:
+        return known
+    return remember(_FACTS, key, ContainerFacts(spec), limit=_FACTS_MAX)
 
 
 # spec.affinity -> its candidates, by identity (the affinity object is kept with its answer, so

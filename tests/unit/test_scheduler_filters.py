@@ -124,6 +124,24 @@ def test_pod_host_ports(spec: Obj, expected: tuple[Any, ...]) -> None:
     assert pod_host_ports(spec) == expected
 
 
+def test_the_pods_of_one_template_share_their_container_facts_and_others_get_their_own() -> None:
+    """PodInfo's requests and host ports are remembered by the identity of the containers (the
+    pods of one template store the same objects): shared where those are shared, and right for
+    every other spec, equal content or not, host network or not."""
+    containers = [{"name": "a", "ports": [{"containerPort": 9100}],
+                   "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}]
+    a = PodInfo({"metadata": {"name": "a"}, "spec": {"containers": containers, "nodeName": "n1"}})
+    b = PodInfo({"metadata": {"name": "b"}, "spec": {"containers": containers}})
+    host = PodInfo({"metadata": {"name": "h"}, "spec": {"containers": containers, "hostNetwork": True}})
+    bigger = PodInfo({"metadata": {"name": "c"}, "spec": {
+        "containers": [{**containers[0], "resources": {"requests": {"cpu": "1"}}}],
+        "overhead": {"memory": "1Mi"}}})
+    assert (a.milli_cpu, a.memory, a.host_ports, a.nonzero_milli_cpu) == (250, 64 * 2**20, (), 250)
+    assert a.scalar is b.scalar and (b.milli_cpu, b.memory, b.host_ports) == (250, 64 * 2**20, ())
+    assert host.host_ports == (("0.0.0.0", "TCP", 9100),) and host.milli_cpu == 250
+    assert (bigger.milli_cpu, bigger.memory, bigger.nonzero_memory) == (1000, 2**20, 2**20 + 200 * 2**20)
+
+
 # -- filters -----------------------------------------------------------------------------------------
 
 def test_node_name_filter() -> None:
