@@ -371,3 +371,27 @@ def test_places_where_nothing_repeats_are_left_alone_until_they_repeat() -> None
                               "spec": {"pin": {"terms": [{"values": ["everywhere"]}]}, "same": {"a": [1]}}})
                 for i in range(200)]
     assert repeated[-1]["spec"]["pin"] is repeated[-2]["spec"]["pin"]
+
+
+async def test_an_update_shares_its_managed_fields_entries_and_keeps_the_carried_ones() -> None:
+    """An update's managedFields list is new, its unchanged entries are the stored ones: those stay
+    as they are, and a new entry equal to another object's is shared with it."""
+    def entry(manager: str, time: str) -> dict[str, Any]:
+        return {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": time,
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}}
+
+    store = MemoryStore()
+    stored = []
+    for name in ("a", "b"):
+        body = deep_copy(pod(name, "n1"))
+        body["metadata"]["managedFields"] = [entry("creator", "2026-01-01T00:00:00Z")]
+        stored.append(await store.create("pods", body))
+    updated = []
+    for before in stored:
+        md = dict(before["metadata"])
+        md["managedFields"] = [before["metadata"]["managedFields"][0], entry("kubelet", "2026-01-01T00:00:05Z")]
+        updated.append(await store.update("pods", {**before, "metadata": md, "status": {"phase": "Failed"}}))
+    a, b = (u["metadata"]["managedFields"] for u in updated)
+    assert a[0] is stored[0]["metadata"]["managedFields"][0] and b[0] is stored[1]["metadata"]["managedFields"][0]
+    assert a[1] is b[1] and a[1] == entry("kubelet", "2026-01-01T00:00:05Z")
+    assert store.get("pods", "default", "b")["metadata"]["managedFields"] == b
