@@ -41,7 +41,7 @@ import orjson
 
 from everynode.api.gobase64 import base64_error
 from everynode.api.gojson import format_float
-from everynode.api.schema import Node, kind_node
+from everynode.api.schema import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Node, kind_node
 from everynode.memo import remember
 
 MAX_PROBLEMS = 32  # structured-merge-diff reports every error; keep the message bounded
@@ -124,12 +124,10 @@ def walk(api_version: str, kind: str, obj: Mapping[str, Any], *,
 _ANY, _STRING, _INT32, _INT64, _BOOL, _FLOAT64, _PREDICATE = 0, 1, 2, 3, 4, 5, 6
 _CHECK_CODES: dict[str, int] = {"any": _ANY, "string": _STRING, "time": _STRING, "int32": _INT32,
                                 "int64": _INT64, "bool": _BOOL, "float64": _FLOAT64}
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _scalar_code(node: Node) -> int:
-    """The inline test of a scalar (or open: anything) position."""
+    """The inline test of a scalar position (``any`` and open positions: anything)."""
     if node.kind != "scalar":
         return _ANY
     return _CHECK_CODES.get(node.check, _PREDICATE)
@@ -141,13 +139,13 @@ def _accepts(code: int, node: Node, value: Any) -> bool:
     if code == _STRING:
         return type(value) is str
     if code == _INT32:
-        return type(value) is int and _INT32_MIN <= value <= _INT32_MAX
+        return type(value) is int and INT32_MIN <= value <= INT32_MAX
     if code == _BOOL:
         return type(value) is bool
     if code == _ANY:
         return True
     if code == _INT64:
-        return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
+        return type(value) is int and INT64_MIN <= value <= INT64_MAX
     if code == _FLOAT64:
         return type(value) is float or type(value) is int
     return node.accepts(value)
@@ -211,7 +209,7 @@ class _ObjectVerdict(_Verdict):
         self.verdicts: dict[str, _Verdict] = {}
         for key, child in node.props.items():
             if child.kind == "scalar" or child.kind == "open":
-                self.scalars[key] = _ANY if child.check == "any" else _scalar_code(child)
+                self.scalars[key] = _scalar_code(child)
                 self.scalar_nodes[key] = child
             else:
                 self.containers[key] = child
@@ -278,7 +276,7 @@ class _ScalarItemsVerdict(_Verdict):
         self.is_list = is_list
         self.wrong_type_ok = wrong_type_ok
         self.element = element
-        self.code = _ANY if element.check == "any" else _scalar_code(element)
+        self.code = _scalar_code(element)
 
     def clean(self, value: Any, known: Any) -> bool:
         code = self.code

@@ -23,10 +23,9 @@ How, and what it costs:
   confirmed by comparing the texts, so two different contents never share.  (Comparing the
   contents in step instead, with the members both share by identity skipped, was tried: compiled,
   it cost more than serialising the hit again — 454 M instructions of api_floor's 2,548 M.)
-  Work is top-down: a
-  hit shares the whole sub-tree at once; only a miss descends into the children (and serialises
-  them in turn), so the cost is about one serialisation per level of what is new.  Strings and
-  ints are shared by value.
+  Work is top-down: a hit shares the whole sub-tree at once; only a miss descends into the
+  children (and serialises them in turn), so the cost is about one serialisation per level of
+  what is new.  Strings and ints are shared by value.
 * **Why the path is part of the key**: equal sub-trees at two places of *one* object (a
   DaemonSet's ``metadata.labels``, ``spec.selector.matchLabels`` and template labels) must stay
   distinct objects, because ``copy.deepcopy`` — used by the jsonpatch library — keeps such
