@@ -73,7 +73,7 @@ SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 class ApiService:
     def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0,
                  authorization: str = ALWAYS_ALLOW, service_account_key_dir: Path | None = None,
-                 service_account_admission: bool = False) -> None:
+                 service_account_admission: bool = False, managed_fields: bool = True) -> None:
         self.store = store
         self.clock = clock
         self.admission = Admission(store, service_accounts=service_account_admission)
@@ -82,7 +82,8 @@ class ApiService:
         self.context = ServerContext(store=store, clock=clock, admission=self.admission,
                                      bookmark_interval=bookmark_interval, ready=self._ready,
                                      authorizer=self.authorizer,
-                                     tokens=TokenIssuer(load_or_create_key(service_account_key_dir)))
+                                     tokens=TokenIssuer(load_or_create_key(service_account_key_dir)),
+                                     managed_fields=managed_fields)
         self.registry = Registry(builtin_stores(self.context, cluster_ips=self.cluster_ips))
         crd_store = self.registry.storage(CRDS)
         assert isinstance(crd_store, CustomResourceDefinitionStore)

@@ -88,6 +88,9 @@ class ControlPlaneConfig:
     # Whether the simulated kubelets write a pod's Pending status before its containers start
     # (kubelet/podlifecycle.py, "The Pending write").  Only ``plan``'s copy turns it off.
     pending_status: bool = True
+    # Whether the API server keeps metadata.managedFields (apiserver/registry/context.py).  Only
+    # ``plan``'s copy turns it off.
+    managed_fields: bool = True
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -156,7 +159,8 @@ class ControlPlane:
         self.store = await self._open_store(say)
         self.service = ApiService(self.store, clock=self.clock, authorization=cfg.authorization,
                                   service_account_key_dir=None if cfg.in_memory else cfg.data_dir / "pki",
-                                  service_account_admission="serviceaccount" not in cfg.disable)
+                                  service_account_admission="serviceaccount" not in cfg.disable,
+                                  managed_fields=cfg.managed_fields)
         await self.service.start()
         self.client = InProcessClient(self.service)
         if cfg.serve_http:

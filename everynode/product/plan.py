@@ -363,7 +363,12 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # the two kubelet status writes of every pod replaced (measured,
                                 # 500 nodes at maxUnavailable 1: -13.8% of the rollout's
                                 # instructions; 1,000 nodes at 10%: -20.3%).
-                                pending_status=full_copy)
+                                pending_status=full_copy,
+                                # metadata.managedFields, which nothing in the copy reads and no
+                                # request in it applies server-side (measured, 500 nodes at
+                                # maxUnavailable 1: -5.7% of the rollout's instructions; 1,000
+                                # nodes at 10%: -6.8%).
+                                managed_fields=full_copy)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
     # The copy lives until the plan ends: what is loaded, then what starting it builds (informer

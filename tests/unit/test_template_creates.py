@@ -89,7 +89,7 @@ def delete_namespace(name: str) -> Step:
 
 
 async def _run(steps: list[Step], monkeypatch: pytest.MonkeyPatch, *, shortcut: bool,
-               service_accounts: bool = False) -> tuple[list[bytes], int]:
+               service_accounts: bool = False, managed_fields: bool = True) -> tuple[list[bytes], int]:
     replayed = 0
     real = templates.TemplateCreates.create
 
@@ -105,7 +105,8 @@ async def _run(steps: list[Step], monkeypatch: pytest.MonkeyPatch, *, shortcut: 
 
     with _seeded(monkeypatch), monkeypatch.context() as m:
         m.setattr(templates.TemplateCreates, "create", counting)
-        service = ApiService(MemoryStore(), clock=FixedClock(), service_account_admission=service_accounts)
+        service = ApiService(MemoryStore(), clock=FixedClock(), service_account_admission=service_accounts,
+                             managed_fields=managed_fields)
         if not shortcut:
             service.storage(PODS).templates = None
         await service.start()
@@ -114,9 +115,11 @@ async def _run(steps: list[Step], monkeypatch: pytest.MonkeyPatch, *, shortcut: 
 
 
 async def _same_as_the_full_pipeline(steps: list[Step], monkeypatch: pytest.MonkeyPatch, *,
-                                     service_accounts: bool = False) -> int:
-    served, replayed = await _run(steps, monkeypatch, shortcut=True, service_accounts=service_accounts)
-    full, none = await _run(steps, monkeypatch, shortcut=False, service_accounts=service_accounts)
+                                     service_accounts: bool = False, managed_fields: bool = True) -> int:
+    served, replayed = await _run(steps, monkeypatch, shortcut=True, service_accounts=service_accounts,
+                                  managed_fields=managed_fields)
+    full, none = await _run(steps, monkeypatch, shortcut=False, service_accounts=service_accounts,
+                            managed_fields=managed_fields)
     assert none == 0
     for i, (got, want) in enumerate(zip(served, full, strict=True)):
         assert got == want, f"answer {i} differs:\nshortcut: {got.decode()}\nfull:     {want.decode()}"
@@ -126,6 +129,17 @@ async def _same_as_the_full_pipeline(steps: list[Step], monkeypatch: pytest.Monk
 async def test_a_daemonsets_pods_are_the_full_pipelines(monkeypatch: pytest.MonkeyPatch) -> None:
     steps = [create(pinned(f"worker-{i}")) for i in range(6)]
     assert await _same_as_the_full_pipeline(steps, monkeypatch) == 5
+
+
+async def test_a_server_keeping_no_managed_fields_still_answers_from_the_template(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (plan's copy: context.py ``managed_fields``)
+    steps = [create(pinned(f"worker-{i}")) for i in range(6)]
+    assert await _same_as_the_full_pipeline(steps, monkeypatch, managed_fields=False) == 5
+    served, _ = await _run(steps, monkeypatch, shortcut=True, managed_fields=False)
+    for answer in served:
+        kind, obj, _warnings = orjson.loads(answer)
+        assert kind == "created" and "managedFields" not in obj["metadata"]
 
 
 async def test_pods_the_shortcut_must_not_answer_get_the_full_pipelines_answer(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -207,9 +207,13 @@ class ResourceStore:
         if errs:
             raise invalid(rt, md.get("name") or "", errs)
         finish = strategy.begin_create(obj, dry_run=opts.dry_run)
-        if not managed_fields_done:
+        if managed_fields_done:
+            pass
+        elif ctx.managed_fields:
             obj = record_managed_fields(None, obj, manager=manager(opts), operation="Update", now=now,
                                         api_version=rt.api_version, kind=rt.kind)
+        else:
+            md.pop("managedFields", None)  # (a server that keeps none: context.py)
         made = obj
         if token_account is not None:
             obj = with_token_volume(obj)
@@ -315,13 +319,21 @@ class ResourceStore:
         if errs:
             raise invalid(rt, name, errs)
         md["resourceVersion"] = old["metadata"].get("resourceVersion")
-        if not managed_fields_done:
+        if managed_fields_done:
+            pass
+        elif ctx.managed_fields:
             if "managedFields" not in md and "managedFields" in old["metadata"]:
                 md["managedFields"] = old["metadata"]["managedFields"]
             if new == old:
                 return old  # nothing changed: no write, no event, same resourceVersion
             new = record_managed_fields(old, new, manager=manager(opts), operation="Update", now=ctx.now(),
                                         api_version=rt.api_version, kind=rt.kind, subresource=subresource)
+        else:  # a server that keeps none (context.py): the stored entries (a server-side apply's) stay
+            kept = old["metadata"].get("managedFields")
+            if kept is None:
+                md.pop("managedFields", None)
+            else:
+                md["managedFields"] = kept
         if new == old:
             return old
         if opts.dry_run:

@@ -78,8 +78,8 @@ class Plan:
 @dataclass(slots=True)
 class _Template:
     obj: Obj                # the first object as the pipeline made it (before the token volume)
-    fields_v1: Obj          # its creator's managed fields without the template fields' members
-    entry: Obj              # its managedFields entry
+    fields_v1: Obj | None   # its creator's managed fields without the template fields' members
+    entry: Obj | None       # its managedFields entry (None: the server keeps none, context.py)
     # The managed fields of an object of this template, by the JSON text of its own template
     # fields' members: a DaemonSet's pods all pin their node the same way (the values are in an
     # atomic list), so the union with the template's tree, and its interning (a serialisation
@@ -153,12 +153,15 @@ class TemplateCreates:
         if type(spec) is not dict:
             return
         entries = obj["metadata"].get("managedFields") or []
-        if len(entries) != 1:
-            return
-        entry = entries[0]
-        fields_v1 = entry["fieldsV1"]
-        for key in self.fields:
-            fields_v1 = without_members(fields_v1, ("spec", key))
+        entry: Obj | None = None
+        fields_v1: Obj | None = None
+        if self.store.ctx.managed_fields or entries:
+            if len(entries) != 1:
+                return
+            entry = entries[0]
+            fields_v1 = entry["fieldsV1"]
+            for key in self.fields:
+                fields_v1 = without_members(fields_v1, ("spec", key))
         remember(self._templates, plan.key, _Template(_shared_with(obj, stored), fields_v1, entry),
                  limit=_TEMPLATES_MAX)
 
@@ -189,14 +192,15 @@ class TemplateCreates:
         if errs:  # all of the pipeline's errors: the rest passed its rules
             raise errors.invalid(rt.kind, rt.group, md["name"], errs)
         tree = template.fields_v1
-        if fields:
-            members = created_members({"spec": fields}, api_version=rt.api_version, kind=rt.kind)
-            seen = orjson.dumps(members)
-            joined = template.joined.get(seen)
-            if joined is None:
-                joined = remember(template.joined, seen, with_members(tree, members), limit=_JOINED_MAX)
-            tree = joined
-        md["managedFields"] = [{**template.entry, "time": now, "fieldsV1": tree}]
+        if tree is not None and template.entry is not None:
+            if fields:
+                members = created_members({"spec": fields}, api_version=rt.api_version, kind=rt.kind)
+                seen = orjson.dumps(members)
+                joined = template.joined.get(seen)
+                if joined is None:
+                    joined = remember(template.joined, seen, with_members(tree, members), limit=_JOINED_MAX)
+                tree = joined
+            md["managedFields"] = [{**template.entry, "time": now, "fieldsV1": tree}]
         if token_account is not None:
             obj = with_token_volume(obj)
         return await store.store_new(obj, opts, md["generateName"])
@@ -208,7 +212,8 @@ def _copy_with(obj: Obj, fields: dict[str, Any]) -> Obj:
     name and managedFields the pipeline gives it last (in this order, after the generation)."""
     out = dict(obj)
     md = out["metadata"] = dict(obj["metadata"])
-    del md["name"], md["managedFields"]
+    del md["name"]
+    md.pop("managedFields", None)
     spec = dict(obj["spec"])
     spec.update(fields)
     out["spec"] = spec
