@@ -195,12 +195,12 @@ class EventAggregator:
     def fold(self, group_key: Key, message: str, *, now: float) -> bool:
         """Count ``message`` in its group; True when the event is to be replaced by the group's
         aggregate event (the group has seen ``max_events`` distinct messages)."""
-        group = self._groups.get(group_key)
+        group = self._groups.get(group_key)  # (a hit is now the most recently used: no add)
         if group is None or now - group.last_seen > self.max_interval:
             group = _Group(set(), now)
+            self._groups.add(group_key, group)
         group.messages.add(message)
         group.last_seen = now
-        self._groups.add(group_key, group)
         if len(group.messages) < self.max_events:
             return False
         group.messages.pop()  # an arbitrary one, as upstream's PopAny
@@ -228,10 +228,9 @@ class EventLogger:
     def note(self, key: Key) -> Observation | None:
         """Count a repeat of ``key`` (its observation, one more), or None when it is new (the
         caller remembers it, as :meth:`observe` does)."""
-        seen = self._seen.get(key)
+        seen = self._seen.get(key)  # (a hit is now the most recently used)
         if seen is not None:
             seen.count += 1
-            self._seen.add(key, seen)
         return seen
 
     def remember(self, key: Key, seen: Observation) -> Observation:
@@ -273,10 +272,10 @@ class SpamFilter:
         return self.skip_key(spam_key(event), now=now)
 
     def skip_key(self, key: Key, *, now: float) -> bool:
-        bucket = self._buckets.get(key)
+        bucket = self._buckets.get(key)  # (a hit is now the most recently used)
         if bucket is None:  # a new (or forgotten) object starts with a full bucket
             bucket = _TokenBucket(float(self.burst), now)
-        self._buckets.add(key, bucket)
+            self._buckets.add(key, bucket)
         tokens = min(float(self.burst), bucket.tokens + max(0.0, now - bucket.last) * self.qps)
         if tokens < 1.0:
             return True  # x/time/rate leaves the bucket untouched when it refuses
@@ -312,7 +311,7 @@ class EventCorrelator:
         return Correlated(skip=False, event=event, patch=patch, observation=observation)
 
     def correlate_unwritten(self, component: str, host: str, ref: Obj, type: str, reason: str, message: str, *,
-                            now: float) -> bool:
+                            now: float, spam: Key | None = None) -> bool:
         """:meth:`correlate` for an event that will not be written, from its parts (no Event is
         built): the same three steps with the same keys, so the caches, counts and spam buckets
         end as they would; True when the spam filter refuses it.  The names the event and an
@@ -325,7 +324,7 @@ class EventCorrelator:
             key = _event_key(component, host, ref, type, reason, message)
         if self.logger.note(key) is None:  # (no Event will carry its name: an unnamed record)
             self.logger.remember(key, Observation("", 1, ""))
-        return self.spam_filter.skip_key(_spam_key(component, host, ref), now=now)
+        return self.spam_filter.skip_key(_spam_key(component, host, ref) if spam is None else spam, now=now)
 
 
 # -- the recorder -------------------------------------------------------------------------------------
@@ -414,7 +413,8 @@ class EventRecorder:
         if field_path:
             ref["fieldPath"] = field_path
         host = host or self.host
-        queue = self._queues[hash(_spam_key(self.component, host or "", ref)) % self._workers]
+        spam = _spam_key(self.component, host or "", ref)
+        queue = self._queues[hash(spam) % self._workers]
         if queue.full():
             self.stats.dropped += 1
             at = self.clock.monotonic()
@@ -426,7 +426,8 @@ class EventRecorder:
         now = self.clock.now()
         if self.written_reasons is not None and reason not in self.written_reasons:
             self._suffix(now)  # the name its Event would have had (names of the written ones stay as they are)
-            if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now):
+            if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now,
+                                                   spam=spam):
                 self.stats.skipped += 1
             else:
                 self.stats.withheld += 1
