@@ -53,18 +53,21 @@ def _parse_patch(patch: Any, patch_type: str) -> Any:
 
 class InProcessClient(Client):
     def __init__(self, service: ApiService, *, user_agent: str = "everynode", user: str = "admin",
-                 faults: FaultInjector | None = None, copy_inputs: bool = True) -> None:
+                 faults: FaultInjector | None = None, copy_inputs: bool = True, typed: bool = False) -> None:
+        """``typed``: the caller's bodies are what a typed client sends (RequestOptions.typed):
+        only plan's copy says so of its components, which upstream are Go binaries."""
         self.service = service
         self.user_agent = user_agent
         self.user = user
         self.faults = faults
         self.copy_inputs = copy_inputs
+        self.typed = typed
 
     # -- helpers ---------------------------------------------------------------------------------
 
     def _opts(self, *, dry_run: bool = False, field_manager: str | None = None, force: bool = False) -> RequestOptions:
         return RequestOptions(dry_run=dry_run, field_manager=field_manager, force=force, user=self.user,
-                              user_agent=self.user_agent)
+                              user_agent=self.user_agent, typed=self.typed)
 
     def _in(self, body: Any) -> Any:
         return deep_copy(body) if self.copy_inputs else body

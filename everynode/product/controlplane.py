@@ -91,6 +91,11 @@ class ControlPlaneConfig:
     # Whether the API server keeps metadata.managedFields (apiserver/registry/context.py).  Only
     # ``plan``'s copy turns it off.
     managed_fields: bool = True
+    # Whether the components' writes are taken as a typed client's (RequestOptions.typed): their
+    # bodies are not searched for badly typed values or unknown fields, as none can come from
+    # upstream's components (Go structs).  Only ``plan``'s copy says so; everynode up keeps the
+    # check, where it guards the simulated components' own code.
+    typed_components: bool = False
 
     # Upstream's proportions: the kubelet renews its 40 s lease every 10 s and the node monitor
     # looks every 5 s, against a 50 s grace period.  Another grace period scales the kubelet's
@@ -381,7 +386,8 @@ class ControlPlane:
         """A client of the API service that writes as ``binary`` (``kubelet``, ``kube-scheduler``,
         ``kube-controller-manager``) does: its user agent, hence its managedFields manager."""
         assert self.service is not None
-        return InProcessClient(self.service, user_agent=f"{binary}/{VERSION_INFO['gitVersion']} (linux/amd64) kubernetes/everynode")
+        return InProcessClient(self.service, user_agent=f"{binary}/{VERSION_INFO['gitVersion']} (linux/amd64) kubernetes/everynode",
+                               typed=self.config.typed_components)
 
     def _full_resync_period(self) -> float:
         """The DaemonSet controller's safety-net full pass: every 5 minutes on a real clock, every

@@ -368,7 +368,12 @@ async def running_copy(objects: ClusterObjects, *, namespace: str, pod_startup: 
                                 # request in it applies server-side (measured, 500 nodes at
                                 # maxUnavailable 1: -5.7% of the rollout's instructions; 1,000
                                 # nodes at 10%: -6.8%).
-                                managed_fields=full_copy)
+                                managed_fields=full_copy,
+                                # The type check of the copy's own components' writes: upstream's
+                                # are Go binaries, whose bodies cannot be badly typed (the
+                                # snapshot's objects and the change are still checked; measured:
+                                # about -4% of the rollout's instructions).
+                                typed_components=not full_copy)
     plane = ControlPlane(config, clock=virtual_clock())
     loaded_box: list[Any] = []
     # The copy lives until the plan ends: what is loaded, then what starting it builds (informer

@@ -143,10 +143,11 @@ def test_the_same_plan_twice_gives_the_same_trace(files: dict[str, Path]) -> Non
 
 def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> None:
     """The copy writes no Events its answer does not read, no heartbeat (Lease renewals, status
-    reports that change nothing but heartbeat times: modelled) and runs no controller that would
-    have nothing to do: the trace, answer included, is the same as with every controller and
-    write a cluster has — with the preemption and the stuck node, and with node failures (whose
-    NotReady comes at the same instant from written heartbeats as from the model)."""
+    reports that change nothing but heartbeat times: modelled), keeps no managedFields, does not
+    type-check its own components' writes and runs no controller that would have nothing to do:
+    the trace, answer included, is the same as with every controller, check and write a cluster
+    has — with the preemption and the stuck node, and with node failures (whose NotReady comes at
+    the same instant from written heartbeats as from the model)."""
     def traced(full_copy: bool, **failures: Any) -> dict[str, Any]:
         result = plan(objects, pc.change(), PlanOptions(pod_startup=S, trace=True, full_copy=full_copy, **failures))
         assert result.trace is not None
@@ -158,6 +159,13 @@ def test_what_the_copy_leaves_out_changes_no_answer(objects: ClusterObjects) -> 
     lean = traced(False, node_failures=2, seed=7)
     assert lean["answer"]["node_failures"] and lean["answer"]["blocked"]
     assert lean == traced(True, node_failures=2, seed=7)
+
+
+def test_the_change_is_type_checked_though_the_copys_own_components_are_not(objects: ClusterObjects) -> None:
+    bad = pc.change()
+    bad["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": "eighty"}]
+    with pytest.raises(PlanError, match="the change is refused: .*cannot unmarshal string"):
+        plan(objects, bad, PlanOptions(pod_startup=S))
 
 
 def test_the_copy_is_kept_out_of_the_collectors_passes_while_the_plan_runs(

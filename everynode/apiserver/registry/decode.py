@@ -18,10 +18,19 @@ import orjson
 from everynode.api import errors
 from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
-from everynode.api.typecheck import TypeProblem, check_object, go_decode_message, is_structural, smd_errors
+from everynode.api.typecheck import (
+    Findings,
+    TypeProblem,
+    check_object,
+    go_decode_message,
+    is_structural,
+    smd_errors,
+)
 from everynode.apiserver.registry.options import RequestOptions
 
 Obj = dict[str, Any]
+
+_TYPED = Findings()  # what a typed body holds: nothing to report (never changed: read only)
 
 
 def _cannot_be_handled(rt: ResourceType, body: Obj, message: str) -> str:
@@ -80,7 +89,7 @@ def decode(rt: ResourceType, namespace: str, body: Any, opts: RequestOptions, *,
     if api_version and api_version != rt.api_version:
         raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
                                  f"API version ({rt.api_version})")
-    findings = check_object(rt.api_version, rt.kind, body, known=known)
+    findings = _TYPED if opts.typed else check_object(rt.api_version, rt.kind, body, known=known)
     if findings.problems:
         raise type_error(rt, body, findings.problems[0], source)
     unknown = findings.unknown

@@ -36,7 +36,7 @@ class RequestOptions:
     def __init__(self, *, dry_run: bool = False, field_manager: str | None = None,
                  field_validation: str | None = None, force: bool = False, user: str = "admin",
                  requester: UserInfo = ADMIN, user_agent: str = "", warnings: list[str] | None = None,
-                 borrowed: bool = False) -> None:
+                 borrowed: bool = False, typed: bool = False) -> None:
         self.dry_run = dry_run
         self.field_manager = field_manager
         self.field_validation = field_validation  # "Strict" | "Warn" | "Ignore" | None (= server default, Warn)
@@ -53,6 +53,10 @@ class RequestOptions:
         # answered from its template copies only the pod's own template fields, templates.py)
         # instead of the client copying all.
         self.borrowed = borrowed
+        # The body comes from a typed client, as upstream's components' Go structs are: it cannot
+        # hold a badly typed value or an unknown field, so decoding does not look for them
+        # (decode.py).  Only plan's copy says so, of its components' clients (controlplane.py).
+        self.typed = typed
 
 
 def options_invalid(kind: str, errs: list[fielderr.FieldError]) -> errors.ApiError:

@@ -177,7 +177,7 @@ class TemplateCreates:
         ctx = store.ctx
         fields = deep_copy(plan.fields) if opts.borrowed else plan.fields  # (they will be stored)
         # decode: the template fields' types and unknown fields (the rest was clean)
-        if fields and check_object(rt.api_version, rt.kind, {"spec": fields}):
+        if fields and not opts.typed and check_object(rt.api_version, rt.kind, {"spec": fields}):
             return None
         obj = _copy_with(template.obj, fields)
         md = obj["metadata"]
