@@ -106,18 +106,21 @@ class InProcessClient(Client):
         rt = resolve_resource(resource)
         ns = (namespace or None) if rt.namespaced else None
         try:
-            events = self.service.watch(rt, ns, label_selector=label_selector, field_selector=field_selector,
-                                        resource_version=resource_version, allow_bookmarks=allow_bookmarks,
-                                        send_initial_events=send_initial_events,
-                                        timeout_seconds=timeout_seconds,
-                                        resource_version_match="NotOlderThan" if send_initial_events else None)
+            # The service's batches, flattened here: one async generator less for every event an
+            # informer takes in (service.watch flattens them through one more).
+            events = self.service.watch_batches(
+                rt, ns, label_selector=label_selector, field_selector=field_selector,
+                resource_version=resource_version, allow_bookmarks=allow_bookmarks,
+                send_initial_events=send_initial_events, timeout_seconds=timeout_seconds,
+                resource_version_match="NotOlderThan" if send_initial_events else None)
         except ExpiredError as exc:
             raise errors.gone(str(exc)) from None
         try:
-            async for ev in events:
-                if ev.type == "ERROR":
-                    raise ApiError(ev.object)
-                yield {"type": ev.type, "object": ev.object}
+            async for batch in events:
+                for ev in batch:
+                    if ev.type == "ERROR":
+                        raise ApiError(ev.object)
+                    yield {"type": ev.type, "object": ev.object}
         except ExpiredError as exc:
             raise errors.gone(str(exc)) from None
         finally:
