@@ -124,7 +124,14 @@ def test_modelled_heartbeats_make_the_same_decisions_at_the_same_times() -> None
     assert len({e[3] for e in written if e[1] == "pod+"}) == 2  # the rollout created new-revision pods
     assert [v for n, v in views if n == "worker-2"][-1][0][-1] == ("Ready", "True")
     assert [v for n, v in views if n == "worker-1"][-1][0][-1] == ("Ready", "Unknown")
-    assert modelled == written
+    # The node and the pod sequences are each compared whole, times included.  Between the two
+    # they are not: at one instant the node lifecycle controller writes a node's Unknown status
+    # and then its pods' Ready=False, and which of the two informers (each its own watch) tells
+    # the test first depends on what else that instant holds (the written heartbeats), not on a
+    # decision — it once failed one run in a few hundred.
+    assert [e for e in modelled if e[1] == "node"] == [e for e in written if e[1] == "node"]
+    assert [e for e in modelled if e[1] != "node"] == [e for e in written if e[1] != "node"]
+    assert sorted(modelled, key=repr) == sorted(written, key=repr)
     # ...with a fraction of the writes
     assert written_counts["modelled_renewals"] == 0 and modelled_counts["modelled_renewals"] > 300
     assert modelled_counts["lease_renewals"] < written_counts["lease_renewals"] / 10
