@@ -28,6 +28,7 @@ from everynode.api import errors
 from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.api.registry import ResourceType
+from everynode.apiserver.registry.options import client_options
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.client.base import Client, Obj, delete_options, resolve_resource
 from everynode.client.faults import FaultInjector
@@ -66,8 +67,7 @@ class InProcessClient(Client):
     # -- helpers ---------------------------------------------------------------------------------
 
     def _opts(self, *, dry_run: bool = False, field_manager: str | None = None, force: bool = False) -> RequestOptions:
-        return RequestOptions(dry_run=dry_run, field_manager=field_manager, force=force, user=self.user,
-                              user_agent=self.user_agent, typed=self.typed)
+        return client_options(self.user, self.user_agent, self.typed, dry_run, field_manager, force)
 
     def _in(self, body: Any) -> Any:
         return deep_copy(body) if self.copy_inputs else body

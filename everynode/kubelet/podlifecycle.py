@@ -419,7 +419,7 @@ class PodLifecycle:
                 if self.pending_status:
                     await self._write_pending(ps, pod, ns)
                 else:
-                    ps.unwritten = self._pending_status(ps, pod, ns)["conditions"]
+                    ps.unwritten = self._pending_conditions(ps, pod)
                 ps.stage = "creating"
                 self._set_timer(ps, startup)
                 return
@@ -540,6 +540,15 @@ class PodLifecycle:
         status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=False, ready=False)
         status["containerStatuses"] = podstatus.waiting_statuses(spec, ps.uid, reason="ContainerCreating")
         return status
+
+    def _pending_conditions(self, ps: PodState, pod: Obj) -> list[Obj]:
+        """What the Pending write that is left out would have stored and the next status keeps:
+        its conditions, and the start time it gives the pod (:meth:`_pending_status`'s, without
+        the rest of a status nobody reads)."""
+        now = self.clock.rfc3339()
+        if not ps.started_at:
+            ps.started_at = now
+        return podstatus.pod_conditions(pod, now, sandbox=False, ready=False)
 
     async def _write_pending(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         await self._patch_status(ps, self._pending_status(ps, pod, ns))
