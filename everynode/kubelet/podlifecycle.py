@@ -419,7 +419,7 @@ class PodLifecycle:
                 if self.pending_status:
                     await self._write_pending(ps, pod, ns)
                 else:
-                    ps.unwritten = self._pending_conditions(ps, pod)
+                    ps.unwritten = self._pending_conditions(ps, pod, self.clock.rfc3339())
                 ps.stage = "creating"
                 self._set_timer(ps, startup)
                 return
@@ -537,15 +537,13 @@ class PodLifecycle:
         spec = pod.get("spec") or {}
         status = self._common(ps, ns, now, with_ip=False)
         status["phase"] = "Pending"
-        status["conditions"] = podstatus.pod_conditions(pod, now, sandbox=False, ready=False)
+        status["conditions"] = self._pending_conditions(ps, pod, now)
         status["containerStatuses"] = podstatus.waiting_statuses(spec, ps.uid, reason="ContainerCreating")
         return status
 
-    def _pending_conditions(self, ps: PodState, pod: Obj) -> list[Obj]:
-        """What the Pending write that is left out would have stored and the next status keeps:
-        its conditions, and the start time it gives the pod (:meth:`_pending_status`'s, without
-        the rest of a status nobody reads)."""
-        now = self.clock.rfc3339()
+    def _pending_conditions(self, ps: PodState, pod: Obj, now: str) -> list[Obj]:
+        """The Pending status's conditions, and the start time it gives the pod: all that the
+        next status keeps of a Pending write left out (the rest is built only when written)."""
         if not ps.started_at:
             ps.started_at = now
         return podstatus.pod_conditions(pod, now, sandbox=False, ready=False)
