@@ -15,9 +15,13 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
+from everynode.compiled import mypyc_attr
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Clock:
-    """Wall-clock time (seconds since the epoch) plus a monotonic reading."""
+    """Wall-clock time (seconds since the epoch) plus a monotonic reading.  Compiled
+    (compiled.py); tests derive fixed and stepped clocks from it."""
 
     def now(self) -> float:
         return time.time()

@@ -44,6 +44,16 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_extensions import mypyc_attr as mypyc_attr
+else:
+    try:
+        from mypy_extensions import mypyc_attr
+    except ImportError:  # (mypy is not installed: nothing is compiled, and the decorator does nothing)
+        def mypyc_attr(*_args: Any, **_kwargs: Any) -> Any:
+            return lambda cls: cls
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -72,11 +82,16 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # only interpreted code calls, by attribute: keep it so). Left out on purpose, because tests (or
 # ``plan``'s seeding) replace a part of them, which compiled callers would not see, or build or
 # subclass their classes in ways compiled classes refuse: the DaemonSet controller's history
-# module, and the generic registry (subclassed by every resource's store). The registry's watch
-# module uses async generators, which this mypyc does not compile.  The informer is compiled since
-# its ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally`` left a watch's 410
-# in ``sys.exc_info()`` and the next clean end of a stream raised it again, a relist where the
-# source resumes (the docstring's last paragraph).
+# module.  A compiled class that source code derives from says so (``mypyc_attr`` with
+# ``allow_interpreted_subclasses``, re-exported here so that a plain install without mypy runs
+# the sources unchanged): the generic registry's store, which every resource's storage with more
+# to do subclasses, and the clock, which tests replace by fixed and stepped ones (a method such a
+# subclass overrides is called through Python, the rest natively; compiled, the registry's write
+# path took 1.4% fewer instructions in a virtual rollout, 1% fewer in ``api_floor``).  The
+# registry's watch module uses async generators, which this mypyc does not compile.  The informer
+# is compiled since its ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally``
+# left a watch's 410 in ``sys.exc_info()`` and the next clean end of a stream raised it again, a
+# relist where the source resumes (the docstring's last paragraph).
 MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",
     "everynode.api.defaults",
@@ -98,6 +113,7 @@ MODULES: tuple[str, ...] = (
     "everynode.apiserver.patch.apply",
     "everynode.apiserver.patch.strategic",
     "everynode.apiserver.registry.copies",
+    "everynode.apiserver.registry.generic",
     "everynode.apiserver.registry.decode",
     "everynode.apiserver.registry.options",
     "everynode.apiserver.registry.templates",
@@ -106,6 +122,7 @@ MODULES: tuple[str, ...] = (
     "everynode.client.informer",
     "everynode.client.wakeup",
     "everynode.client.workqueue",
+    "everynode.clock",
     "everynode.controllers.daemonset.adoption",
     "everynode.controllers.daemonset.backoff",
     "everynode.controllers.daemonset.budgets",

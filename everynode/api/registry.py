@@ -36,29 +36,29 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = STANDARD_VERBS
     subresources: tuple[Subresource, ...] = field(default=())
+    # Derived from the fields above, once: every request reads them, some several times.
+    api_version: str = field(init=False, repr=False, compare=False)
+    """``group/version`` (``version`` for the core group)."""
+    key: str = field(init=False, repr=False, compare=False)
+    """Canonical resource name: ``plural`` for core, ``plural.group`` otherwise (kubectl's form)."""
+    _by_name: dict[str, Subresource] = field(init=False, repr=False, compare=False)
 
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def __post_init__(self) -> None:
+        setattr_ = object.__setattr__  # (frozen)
+        setattr_(self, "api_version", f"{self.group}/{self.version}" if self.group else self.version)
+        setattr_(self, "key", f"{self.plural}.{self.group}" if self.group else self.plural)
+        setattr_(self, "_by_name", {sub.name: sub for sub in reversed(self.subresources)})
 
     @property
     def group_version(self) -> str:
         return self.api_version
 
     @property
-    def key(self) -> str:
-        """Canonical resource name: ``plural`` for core, ``plural.group`` otherwise (kubectl's form)."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    @property
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
     def subresource(self, name: str) -> Subresource | None:
-        for sub in self.subresources:
-            if sub.name == name:
-                return sub
-        return None
+        return self._by_name.get(name)
 
     def base_path(self, namespace: str | None = None) -> str:
         prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"

@@ -66,6 +66,7 @@ from everynode.apiserver.registry.options import (
 from everynode.apiserver.registry.strategy import Strategy, before_create, before_update
 from everynode.apiserver.registry.templates import Created, TemplateCreates
 from everynode.clock import format_rfc3339, parse_rfc3339
+from everynode.compiled import mypyc_attr
 from everynode.storage.base import (
     ConflictError,
     ExpiredError,
@@ -88,8 +89,13 @@ def invalid(rt: ResourceType, name: str, errs: list[fielderr.FieldError]) -> err
     return errors.invalid(rt.kind, rt.group, name, errs)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ResourceStore:
-    """The REST storage of one resource over the shared :class:`ServerContext`."""
+    """The REST storage of one resource over the shared :class:`ServerContext`.
+
+    Compiled (compiled.py), and subclassed from source by the resources whose storage does more
+    (``allow_interpreted_subclasses``: a method a subclass overrides is called through Python,
+    the rest natively)."""
 
     def __init__(self, rt: ResourceType, ctx: ServerContext, strategy: Strategy | None = None) -> None:
         self.rt = rt
@@ -390,7 +396,7 @@ class ResourceStore:
             except errors.ApiError as e:
                 if e.reason != "Conflict" or explicit_rv or attempt == PATCH_ATTEMPTS - 1:
                     raise
-                await asyncio.sleep(0)
+            await asyncio.sleep(0)  # (after the handler, not in it: compiled.py)
         raise AssertionError("unreachable")
 
     async def _apply(self, ns: str, name: str, applied: Any, subresource: str | None,
@@ -425,7 +431,7 @@ class ResourceStore:
             except errors.ApiError as e:
                 if e.reason != "Conflict" or attempt == PATCH_ATTEMPTS - 1 or _is_field_conflict(e):
                     raise
-                await asyncio.sleep(0)
+            await asyncio.sleep(0)
         raise AssertionError("unreachable")
 
     # -- creatable subresources (pods/binding, pods/eviction) -------------------------------------
@@ -467,7 +473,8 @@ class ResourceStore:
                 result = await self._delete(obj, options, opts)
                 break
             except ConflictError:
-                await asyncio.sleep(0)
+                pass
+            await asyncio.sleep(0)
         else:
             raise errors.stale(rt.plural, rt.group, name)
         code = 200

@@ -102,6 +102,9 @@ class TemplateCreates:
         self.fields = store.strategy.template_fields
         self.refusals = store.strategy.template_refusals
         self._templates: dict[tuple[Any, ...], _Template] = {}
+        # Creates answered here (an object, or the refusal of the pod's own fields): for tests and
+        # diagnostics, which cannot wrap :meth:`create` (compiled callers would not see it).
+        self.answered = 0
 
     # -- which creates ----------------------------------------------------------------------------
 
@@ -169,6 +172,16 @@ class TemplateCreates:
 
     async def create(self, plan: Plan, opts: RequestOptions) -> Obj | None:
         """The object created for ``plan``'s body, or None when it must take the full way."""
+        try:
+            created = await self._create(plan, opts)
+        except errors.ApiError:
+            self.answered += 1
+            raise
+        if created is not None:
+            self.answered += 1
+        return created
+
+    async def _create(self, plan: Plan, opts: RequestOptions) -> Obj | None:
         template = self._templates.get(plan.key)
         if template is None:
             return None
