@@ -70,7 +70,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
@@ -152,6 +152,57 @@ def _same_objects(a: list[Obj], b: list[Obj]) -> bool:
 def _selects_all(selector: Any) -> bool:
     """``reflect.DeepEqual(ds.Spec.Selector, &metav1.LabelSelector{})``."""
     return isinstance(selector, dict) and all(v is None for v in selector.values())
+
+
+class _Joined:
+    """The done callback of :func:`_in_tasks`' children: ``asyncio.gather``'s own, without its
+    options (no ``return_exceptions``)."""
+
+    def __init__(self, outer: asyncio.Future[list[Exception | None]],
+                 children: list[asyncio.Task[Exception | None]]) -> None:
+        self.outer = outer
+        self.children = children
+        self.finished = 0
+
+    def __call__(self, child: asyncio.Future[Exception | None]) -> None:
+        self.finished += 1
+        outer = self.outer
+        if outer.done():
+            if not child.cancelled():
+                child.exception()  # (retrieved: no "exception was never retrieved" log)
+            return
+        if child.cancelled():
+            outer.set_exception(asyncio.CancelledError())
+            return
+        exc = child.exception()
+        if exc is not None:
+            outer.set_exception(exc)
+            return
+        if self.finished == len(self.children):
+            outer.set_result([c.result() for c in self.children])
+
+
+async def _in_tasks(coros: list[Coroutine[Any, Any, Exception | None]]) -> list[Exception | None]:
+    """``await asyncio.gather(*coros)``, step for step: each coroutine runs in a task of its own
+    (upstream's goroutine per create or delete), their results come back in order, the first
+    exception is raised.  The same tasks, done callbacks and future, so every write and watch
+    event happens in the same order as through ``gather`` (the golden converge holds) — but
+    compiled, without ``gather``'s interpreted bookkeeping, which at maxUnavailable 1 (two
+    batches of one per pod replaced) was about 2% of a virtual rollout.  One difference, on
+    shutdown only: cancelled, this raises at once and cancels the tasks, where ``gather``
+    waits for them to end."""
+    loop = asyncio.get_running_loop()
+    children = [loop.create_task(coro) for coro in coros]
+    outer: asyncio.Future[list[Exception | None]] = loop.create_future()
+    joined = _Joined(outer, children)
+    for child in children:
+        child.add_done_callback(joined)
+    try:
+        return await outer
+    except asyncio.CancelledError:
+        for child in children:
+            child.cancel()
+        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -790,8 +841,8 @@ class DaemonSetController(ControllerLifecycle):
             batch = min(create_diff, SLOW_START_INITIAL_BATCH_SIZE)
             pos = 0
             while pos < create_diff:
-                results = await asyncio.gather(*(self._create_pod(ds, key, template, nodes_needing[i])
-                                                 for i in range(pos, pos + batch)))
+                results = await _in_tasks([self._create_pod(ds, key, template, nodes_needing[i])
+                                           for i in range(pos, pos + batch)])
                 failed = [e for e in results if e is not None]
                 errors.extend(failed)
                 skipped = create_diff - (pos + batch)
@@ -802,8 +853,8 @@ class DaemonSetController(ControllerLifecycle):
                 pos += batch
                 batch = min(2 * batch, create_diff - pos)
         if delete_diff:
-            results = await asyncio.gather(*(self._delete_pod_named(ds, key, name)
-                                             for name in pods_to_delete[:delete_diff]))
+            results = await _in_tasks([self._delete_pod_named(ds, key, name)
+                                       for name in pods_to_delete[:delete_diff]])
             errors.extend(e for e in results if e is not None)
         if self.after_sync_nodes is not None:
             await self.after_sync_nodes(nodes_needing[:create_diff])
