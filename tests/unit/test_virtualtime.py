@@ -267,6 +267,58 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
     assert turns <= virtualtime.POLL_EVERY_BUSY_TURNS + 1
 
 
+def test_jumps_poll_only_when_a_poll_can_find_something() -> None:
+    """With no socket watched, no signal handler and no ``call_soon_threadsafe`` since the last
+    poll, the selector has nothing to report: time jumps without a poll.  A wake-up from another
+    thread, or a watched socket, makes the turns poll again."""
+    import threading
+
+    async def main() -> tuple[int, int, int, list[float]]:
+        loop = asyncio.get_running_loop()
+        selector = loop._selector  # type: ignore[attr-defined]
+        real = selector.inner
+        polls = 0
+
+        class Counting:
+            def select(self, timeout: float | None = None) -> Any:
+                nonlocal polls
+                polls += 1
+                return real.select(timeout)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+        selector.inner = Counting()
+        try:
+            for _ in range(50):
+                await asyncio.sleep(10)  # a jump each
+            quiet = polls
+            woken: list[float] = []
+            thread = threading.Thread(target=loop.call_soon_threadsafe, args=(lambda: woken.append(loop.time()),))
+            thread.start()
+            thread.join()
+            before = polls
+            await asyncio.sleep(10)
+            after_wake = polls - before
+            a, b = socket.socketpair()
+            loop.add_reader(a, lambda: None)
+            before = polls
+            for _ in range(5):
+                await asyncio.sleep(10)
+            watching = polls - before
+            loop.remove_reader(a)
+            a.close()
+            b.close()
+        finally:
+            selector.inner = real
+        return quiet, after_wake, watching, woken
+
+    quiet, after_wake, watching, woken = run_virtual(main())
+    assert quiet == 0
+    assert after_wake >= 1 and len(woken) == 1
+    assert watching >= 5
+
+
 def test_failing_callbacks_reach_the_exception_handler_and_cancelled_timers_never_run() -> None:
     """The loop's own turn (compiled, asyncio's steps) keeps ``Handle._run``'s rule — a callback's
     exception goes to the loop's exception handler with asyncio's words, the loop goes on — and
