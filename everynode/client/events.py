@@ -425,7 +425,7 @@ class EventRecorder:
             return
         now = self.clock.now()
         if self.written_reasons is not None and reason not in self.written_reasons:
-            self._suffix(now)  # the name its Event would have had (names of the written ones stay as they are)
+            self._next_ns(now)  # the name its Event would have had (names of the written ones stay as they are)
             if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now,
                                                    spam=spam):
                 self.stats.skipped += 1
@@ -467,9 +467,12 @@ class EventRecorder:
     def _suffix(self, now: float | None = None) -> str:
         # Nanoseconds in hex as upstream; strictly increasing so that events recorded at the same
         # (virtual) instant still get distinct names.
+        return f"{self._next_ns(now):x}"
+
+    def _next_ns(self, now: float | None = None) -> int:
         ns = max(int((self.clock.now() if now is None else now) * 1e9), self._last_ns + 1)
         self._last_ns = ns
-        return f"{ns:x}"
+        return ns
 
     def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,
                     host: str | None = None) -> Obj:

@@ -86,7 +86,9 @@ def validate_status_counters(status: Obj, names: Iterable[str]) -> list[FieldErr
     """Each named ``status`` counter is not negative (the status rule of every workload kind)."""
     errs: list[FieldError] = []
     for name in names:
-        errs.extend(validate_nonnegative(status.get(name), child("status", name)))
+        value = status.get(name)
+        if type(value) is int and value < 0:  # (the path is only made for an error)
+            errs.extend(validate_nonnegative(value, child("status", name)))
     return errs
 
 
