@@ -222,6 +222,21 @@ def test_timers_due_at_the_same_instant_run_in_scheduling_order() -> None:
     assert run_virtual(scenario()) == list(range(40))
 
 
+class _CountingSelector:
+    """Stands in for a virtual loop's real selector (``_VirtualSelector.inner``), counting polls."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.polls = 0
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.polls += 1
+        return self.real.select(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
     """While callbacks keep the loop busy, the real selector is polled one turn in
     POLL_EVERY_BUSY_TURNS, and a socket that became readable is still served within that."""
@@ -231,25 +246,15 @@ def test_a_busy_loop_polls_its_sockets_every_few_turns() -> None:
         loop = asyncio.get_running_loop()
         selector = loop._selector  # type: ignore[attr-defined]
         real = selector.inner
-        polls = 0
-
-        class Counting:
-            def select(self, timeout: float | None = None) -> Any:
-                nonlocal polls
-                polls += 1
-                return real.select(timeout)
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(real, name)
-
-        selector.inner = Counting()
+        counting = _CountingSelector(real)
+        selector.inner = counting
         a, b = socket.socketpair()
         readable = asyncio.Event()
         loop.add_reader(a, readable.set)
         try:
             for _ in range(10 * virtualtime.POLL_EVERY_BUSY_TURNS):  # busy: no socket event yet
                 await asyncio.sleep(0)
-            busy_polls = polls
+            busy_polls = counting.polls
             b.send(b"x")
             turns = 0
             while not readable.is_set():
@@ -277,35 +282,25 @@ def test_jumps_poll_only_when_a_poll_can_find_something() -> None:
         loop = asyncio.get_running_loop()
         selector = loop._selector  # type: ignore[attr-defined]
         real = selector.inner
-        polls = 0
-
-        class Counting:
-            def select(self, timeout: float | None = None) -> Any:
-                nonlocal polls
-                polls += 1
-                return real.select(timeout)
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(real, name)
-
-        selector.inner = Counting()
+        counting = _CountingSelector(real)
+        selector.inner = counting
         try:
             for _ in range(50):
                 await asyncio.sleep(10)  # a jump each
-            quiet = polls
+            quiet = counting.polls
             woken: list[float] = []
             thread = threading.Thread(target=loop.call_soon_threadsafe, args=(lambda: woken.append(loop.time()),))
             thread.start()
             thread.join()
-            before = polls
+            before = counting.polls
             await asyncio.sleep(10)
-            after_wake = polls - before
+            after_wake = counting.polls - before
             a, b = socket.socketpair()
             loop.add_reader(a, lambda: None)
-            before = polls
+            before = counting.polls
             for _ in range(5):
                 await asyncio.sleep(10)
-            watching = polls - before
+            watching = counting.polls - before
             loop.remove_reader(a)
             a.close()
             b.close()

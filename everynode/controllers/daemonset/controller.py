@@ -146,7 +146,12 @@ def _aggregate(errors: list[Exception]) -> SyncError:
 def _same_objects(a: list[Obj], b: list[Obj]) -> bool:
     """The same objects in the same order (identity, not equality: a cached object is replaced
     on every change)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    if len(a) != len(b):
+        return False
+    for i, x in enumerate(a):  # (a loop, not all() over a generator: every sync asks this)
+        if x is not b[i]:
+            return False
+    return True
 
 
 def _selects_all(selector: Any) -> bool:

@@ -265,14 +265,41 @@ def _find(conditions: Iterable[Obj], type_: str) -> Obj | None:
     return None
 
 
+_CONDITION_KEYS: Final = ("type", "status", "lastTransitionTime", "reason", "message")
+
+
 def _condition(type_: str, status: str, reason: str, message: str, *, now: float,
                previous: Obj | None) -> Obj:
     """The condition, keeping the previous one's lastTransitionTime while its status holds (the
-    time is only rendered for a transition: most syncs keep both conditions)."""
-    transition = previous.get("lastTransitionTime") if previous is not None \
-        and previous.get("status") == status else None
+    time is only rendered for a transition: most syncs keep both conditions).  When it would be
+    the previous one, field for field and in the same order, it is the previous one: the stored
+    object's (immutable), which the write-skip rule then compares by identity."""
+    if previous is not None and previous.get("status") == status:
+        transition = previous.get("lastTransitionTime")
+        if transition and previous.get("message") == message and previous.get("reason") == reason \
+                and previous.get("type") == type_ and tuple(previous) == _CONDITION_KEYS:
+            return previous
+    else:
+        transition = None
     return {"type": type_, "status": status, "lastTransitionTime": transition or format_rfc3339(now),
             "reason": reason, "message": message}
+
+
+_SUMMARIES: dict[tuple[int, int, int, int], str] = {}
+_SUMMARIES_LIMIT: Final = 4096
+
+
+def _summary(counts: StatusCounts) -> str:
+    """The counts in the Progressing messages, remembered: a rollout's syncs repeat them (each
+    rendering converted five numbers), and a step changes one or two."""
+    key = (counts.updated, counts.desired, counts.available, counts.unavailable)
+    text = _SUMMARIES.get(key)
+    if text is None:
+        if len(_SUMMARIES) >= _SUMMARIES_LIMIT:
+            _SUMMARIES.clear()
+        text = _SUMMARIES[key] = (f"{counts.updated} of {counts.desired} updated, {counts.available} of "
+                                  f"{counts.desired} available, {counts.unavailable} unavailable")
+    return text
 
 
 def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: int, now: float,
@@ -295,8 +322,7 @@ def rollout_conditions(ds: Obj, counts: StatusCounts, *, observed_generation: in
     recheck: float | None = None
 
     prev = _find(previous_conditions, PROGRESSING)
-    summary = (f"{counts.updated} of {counts.desired} updated, {counts.available} of {counts.desired} "
-               f"available, {counts.unavailable} unavailable")
+    summary = _summary(counts)
     complete = observed_generation >= generation and counts.updated == counts.desired \
         and counts.available == counts.desired and counts.current == counts.desired
     progressed = (
