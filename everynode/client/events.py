@@ -355,13 +355,27 @@ def object_reference(obj: Obj) -> Obj:
         return {k: v for k, v in obj.items() if k in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath") and v}
     fields: dict[str, Any] = md if isinstance(md, dict) else {}  # (typed: dict lookups when compiled)
+    # The order of ObjectReference's fields; empty ones left out (omitempty).  Spelt out rather
+    # than looped over (field, value) pairs: a recorder makes one per event, several per pod.
     ref: Obj = {}
-    # the order of ObjectReference's fields; empty ones left out (omitempty)
-    for key, value in (("kind", obj.get("kind")), ("namespace", fields.get("namespace")),
-                       ("name", fields.get("name")), ("uid", fields.get("uid")),
-                       ("apiVersion", obj.get("apiVersion")), ("resourceVersion", fields.get("resourceVersion"))):
-        if value:
-            ref[key] = value
+    value = obj.get("kind")
+    if value:
+        ref["kind"] = value
+    value = fields.get("namespace")
+    if value:
+        ref["namespace"] = value
+    value = fields.get("name")
+    if value:
+        ref["name"] = value
+    value = fields.get("uid")
+    if value:
+        ref["uid"] = value
+    value = obj.get("apiVersion")
+    if value:
+        ref["apiVersion"] = value
+    value = fields.get("resourceVersion")
+    if value:
+        ref["resourceVersion"] = value
     return ref
 
 
