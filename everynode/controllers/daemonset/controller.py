@@ -245,6 +245,14 @@ class DaemonSetController(ControllerLifecycle):
         # DaemonSet uid → (resourceVersion the cache had, the object our status write returned):
         # see :meth:`_status_baseline`.
         self._written_status: dict[str, tuple[str, Obj]] = {}
+        # DaemonSet uid → (the baseline, the inputs, the recheck) of the last status pass that
+        # found nothing to write.  The conditions and the skip rule are a function of the baseline
+        # object and these inputs (the counters, the observed generation, the clock, the last
+        # progress): given the same again — several syncs of one instant in virtual time, each
+        # taking a pod event of the same step — the pass would again write nothing, so it is not
+        # computed again (a rollout at maxUnavailable 1 makes six status passes per pod, four of
+        # them such repeats).
+        self._unwritten_status: dict[str, tuple[Obj, tuple[Any, ...], float | None]] = {}
         # DaemonSet uid → the last revision pass that wrote nothing: see :meth:`_construct_history`.
         self._history: dict[str, tuple[tuple[Any, ...], list[Obj], Obj, list[Obj]]] = {}
         # DaemonSet uid → (its template object, template generation, revision hash, the pod
@@ -398,6 +406,7 @@ class DaemonSetController(ControllerLifecycle):
         self._placements.pop(uid, None)
         self._last_progress.pop(uid, None)
         self._written_status.pop(uid, None)
+        self._unwritten_status.pop(uid, None)
         self._history.pop(uid, None)
         self._templates.pop(uid, None)
         self.data_cache.forget(uid)
@@ -638,8 +647,12 @@ class DaemonSetController(ControllerLifecycle):
         return claimed_pods(self.pod_index, state)
 
     def _refresh(self, state: DaemonSetState, ds: Obj, hash_: str, now: float) -> None:
-        refresh(self.pod_index, state, hash_=hash_, generation=template_generation(ds),
-                min_ready=min_ready_seconds(ds), now=now)
+        if state.read_from is not ds:
+            state.read_from = ds
+            state.template_generation = template_generation(ds)
+            state.min_ready = min_ready_seconds(ds)
+        refresh(self.pod_index, state, hash_=hash_, generation=state.template_generation,
+                min_ready=state.min_ready, now=now)
 
     # ------------------------------------------------------------------------------------------
     # the sync
@@ -936,17 +949,27 @@ class DaemonSetController(ControllerLifecycle):
         observed = int(md.get("generation") or 0) if update_observed_generation \
             else int(status.get("observedGeneration") or 0)
         uid = md.get("uid") or ""
-        conditions, recheck, self._last_progress[uid] = rollout_conditions(
-            ds, counts, observed_generation=observed, now=now, last_progress=self._last_progress.get(uid),
-            progress_deadline=self.progress_deadline)
-        try:
-            written = await store_status(self.client, ds, counts,
-                                         update_observed_generation=update_observed_generation,
-                                         conditions=conditions)
+        last_progress = self._last_progress.get(uid)
+        inputs = (counts.desired, counts.current, counts.misscheduled, counts.ready, counts.updated,
+                  counts.available, observed, update_observed_generation, now, last_progress)
+        unwritten = self._unwritten_status.get(uid)
+        if unwritten is not None and unwritten[0] is ds and unwritten[1] == inputs:
+            recheck = unwritten[2]  # the status this sync would compute was just found written
+        else:
+            conditions, recheck, self._last_progress[uid] = rollout_conditions(
+                ds, counts, observed_generation=observed, now=now, last_progress=last_progress,
+                progress_deadline=self.progress_deadline)
+            try:
+                written = await store_status(self.client, ds, counts,
+                                             update_observed_generation=update_observed_generation,
+                                             conditions=conditions)
+            except ApiError as e:
+                raise SyncError(f"error storing status for daemon set {md.get('namespace')}/{md['name']}: {e}") from e
             if written is not None:
                 self._written_status[uid] = (self._cached_version(state.key), written)
-        except ApiError as e:
-            raise SyncError(f"error storing status for daemon set {md.get('namespace')}/{md['name']}: {e}") from e
+                self._unwritten_status.pop(uid, None)
+            else:
+                self._unwritten_status[uid] = (ds, inputs, recheck)
         min_ready = min_ready_seconds(ds)
         if min_ready > 0 and counts.ready != counts.available:
             self.enqueue_after(ds, min_ready)  # last line of defence against clock skew

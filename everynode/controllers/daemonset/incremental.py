@@ -146,6 +146,12 @@ class DaemonSetState:
     hash: str | None = None
     last_full: float = 0.0
     full_passes: int = 0
+    # The DaemonSet object the two below were read from (the controller's ``_refresh`` reads
+    # them again only for another object: a sync refreshes twice, and most syncs of a rollout
+    # see the object of the one before).
+    read_from: Obj | None = None
+    template_generation: int | None = None
+    min_ready: int = 0
 
     def touch(self, node: str) -> None:
         self.manage_dirty.add(node)
