@@ -281,10 +281,16 @@ class Scheduler(ControllerLifecycle):
                 if freed is not None and queue is not None:
                     queue.node_changed(freed)
                 return
-            if (old is not None and key not in self.cache.assumed and self.cache.has_pod(key)
-                    and (old.get("spec") or {}).get("nodeName") == node_name
-                    and bool((old.get("metadata") or {}).get("deletionTimestamp")) == bool(md.get("deletionTimestamp"))
-                    and old.get("spec") == spec and (old.get("metadata") or {}).get("labels") == md.get("labels")):
+            old_spec = old.get("spec") if old is not None else None
+            old_md = (old.get("metadata") or {}) if old is not None else {}
+            old_labels = old_md.get("labels")
+            labels = md.get("labels")
+            if (old_spec is not None and key not in self.cache.assumed and self.cache.has_pod(key)
+                    and old_spec.get("nodeName") == node_name
+                    and bool(old_md.get("deletionTimestamp")) == bool(md.get("deletionTimestamp"))
+                    # (stored versions share what a write left alone: mostly the same objects)
+                    and (old_spec is spec or old_spec == spec)
+                    and (old_labels is labels or old_labels == labels)):
                 self.cache.refresh_pod(key, pod)  # a status-only change: usage is unchanged
                 return
             self.cache.set_pod(PodInfo(pod))
