@@ -102,6 +102,7 @@ MODULES: tuple[str, ...] = (
     "everynode.api.node",
     "everynode.api.pod",
     "everynode.api.quantity",
+    "everynode.api.scheduling",
     "everynode.api.schema",
     "everynode.api.selectors",
     "everynode.api.typecheck",

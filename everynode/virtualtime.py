@@ -215,6 +215,20 @@ def _call(context: Any, callback: Any, args: tuple[Any, ...]) -> None:
         context.run(callback, *args)
 
 
+def _schedule(loop: VirtualTimeEventLoop, when: float, callback: Any, args: tuple[Any, ...], context: Any) -> Any:
+    """``call_at``'s steps: a timer on the loop's heap, ordered by time, then by sequence."""
+    if loop._closed:
+        raise RuntimeError("Event loop is closed")
+    if loop._debug:
+        loop._check_thread()  # type: ignore[attr-defined]
+        loop._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+    timer = TimerHandle(when, callback, args, loop, context)
+    timer._scheduled = True
+    loop._timer_seq += 1
+    heapq.heappush(loop._scheduled, (when, loop._timer_seq, timer))
+    return timer
+
+
 class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
     """A selector event loop whose ``time()`` is virtual and jumps over idle periods.
 
@@ -269,26 +283,19 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
 
     def call_later(self, delay: float, callback: Callable[[*_Ts], object], *args: *_Ts,
                    context: Any = None) -> asyncio.TimerHandle:
-        """``BaseEventLoop.call_later``: :meth:`call_at` ``delay`` seconds from now."""
+        """``BaseEventLoop.call_later``: :meth:`call_at` ``delay`` seconds from now (its steps
+        called directly: a method call of this interpreted-base class passes the arguments again
+        as a tuple and a keyword dict)."""
         if delay is None:
             raise TypeError("delay must not be None")
-        return self.call_at(self._virtual_now + delay, callback, *args, context=context)
+        return _schedule(self, self._virtual_now + delay, callback, args, context)  # (asyncio.TimerHandle's interface: see Handle)
 
     def call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts,
                 context: Any = None) -> asyncio.TimerHandle:
         """``BaseEventLoop.call_at`` with a FIFO tie-break (see the module docstring)."""
         if when is None:
             raise TypeError("when cannot be None")
-        if self._closed:
-            raise RuntimeError("Event loop is closed")
-        if self._debug:
-            self._check_thread()  # type: ignore[attr-defined]
-            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
-        timer = TimerHandle(when, callback, args, self, context)
-        timer._scheduled = True
-        self._timer_seq += 1
-        heapq.heappush(self._scheduled, (when, self._timer_seq, timer))
-        return timer  # type: ignore[return-value]  # (asyncio.TimerHandle's interface: see Handle)
+        return _schedule(self, when, callback, args, context)  # (asyncio.TimerHandle's interface: see Handle)
 
     def _timer_handle_cancelled(self, handle: Any) -> None:
         """``BaseEventLoop._timer_handle_cancelled`` (the count that decides when to sweep)."""
