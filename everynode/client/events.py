@@ -114,9 +114,32 @@ def event_key(event: Obj) -> Key:
                       event.get("type", ""), event.get("reason", ""), event.get("message", ""))
 
 
+Parts = tuple[Any, Any, Any, Any, Any]  # (Any: mypyc checks nothing of what a caller gave)
+"""An involved object's kind, namespace, name, uid and apiVersion ("" for an empty one): what the
+three keys read of its ObjectReference besides ``fieldPath``."""
+
+
 def _event_key(component: str, host: str, ref: Obj, type: str, reason: str, message: str) -> Key:
-    return ("event", component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-            ref.get("fieldPath", ""), ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, message)
+    return _parts_event_key(component, host, reference_parts(ref), ref.get("fieldPath", ""), type, reason, message)
+
+
+def _parts_event_key(component: str, host: str, parts: Parts, field_path: str, type: str, reason: str,
+                     message: str) -> Key:
+    kind, namespace, name, uid, api_version = parts
+    return ("event", component, host, kind, namespace, name, field_path, uid, api_version, type, reason, message)
+
+
+def reference_parts(ref: Obj) -> Parts:
+    """The parts of an ObjectReference (its fields as the keys read them)."""
+    return (ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""), ref.get("uid", ""),
+            ref.get("apiVersion", ""))
+
+
+def object_parts(obj: Obj, md: dict[str, Any]) -> Parts:
+    """``reference_parts(object_reference(obj))`` of an object with metadata ``md``, without the
+    reference (which leaves out empty fields: the keys read them as "")."""
+    return (obj.get("kind") or "", md.get("namespace") or "", md.get("name") or "", md.get("uid") or "",
+            obj.get("apiVersion") or "")
 
 
 def aggregate_keys(event: Obj) -> tuple[Key, str]:
@@ -130,8 +153,15 @@ def aggregate_keys(event: Obj) -> tuple[Key, str]:
 
 def _group_key(component: str, host: str, ref: Obj, type: str, reason: str, reporting_component: str,
                reporting_instance: str) -> Key:
-    return ("aggregate", component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-            ref.get("uid", ""), ref.get("apiVersion", ""), type, reason, reporting_component, reporting_instance)
+    return _parts_group_key(component, host, reference_parts(ref), type, reason, reporting_component,
+                            reporting_instance)
+
+
+def _parts_group_key(component: str, host: str, parts: Parts, type: str, reason: str, reporting_component: str,
+                     reporting_instance: str) -> Key:
+    kind, namespace, name, uid, api_version = parts
+    return ("aggregate", component, host, kind, namespace, name, uid, api_version, type, reason,
+            reporting_component, reporting_instance)
 
 
 def spam_key(event: Obj) -> Key:
@@ -141,8 +171,7 @@ def spam_key(event: Obj) -> Key:
 
 
 def _spam_key(component: str, host: str, ref: Obj) -> Key:
-    return (component, host, ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-            ref.get("uid", ""), ref.get("apiVersion", ""))
+    return (component, host, *reference_parts(ref))
 
 
 # -- the three steps --------------------------------------------------------------------------------
@@ -311,20 +340,28 @@ class EventCorrelator:
         return Correlated(skip=False, event=event, patch=patch, observation=observation)
 
     def correlate_unwritten(self, component: str, host: str, ref: Obj, type: str, reason: str, message: str, *,
-                            now: float, spam: Key | None = None) -> bool:
+                            now: float) -> bool:
         """:meth:`correlate` for an event that will not be written, from its parts (no Event is
         built): the same three steps with the same keys, so the caches, counts and spam buckets
         end as they would; True when the spam filter refuses it.  The names the event and an
         aggregate of it would take are still drawn, so the written events' names stay those of
         a recorder writing all."""
-        key = _group_key(component, host, ref, type, reason, component, host)
+        parts = reference_parts(ref)
+        return self.correlate_parts(component, host, parts, ref.get("fieldPath", ""), type, reason, message,
+                                    now=now, spam=(component, host, *parts))  # (_spam_key's)
+
+    def correlate_parts(self, component: str, host: str, parts: Parts, field_path: str, type: str, reason: str,
+                        message: str, *, now: float, spam: Key) -> bool:
+        """:meth:`correlate_unwritten` of an involved object given by its parts (``spam`` is its
+        spam key, which the recorder has made already)."""
+        key = _parts_group_key(component, host, parts, type, reason, component, host)
         if self.aggregator.fold(key, message, now=now):
             self.aggregator.name_suffix(now)  # the aggregate event's name
         else:
-            key = _event_key(component, host, ref, type, reason, message)
+            key = _parts_event_key(component, host, parts, field_path, type, reason, message)
         if self.logger.note(key) is None:  # (no Event will carry its name: an unnamed record)
             self.logger.remember(key, Observation("", 1, ""))
-        return self.spam_filter.skip_key(_spam_key(component, host, ref) if spam is None else spam, now=now)
+        return self.spam_filter.skip_key(spam, now=now)
 
 
 # -- the recorder -------------------------------------------------------------------------------------
@@ -423,25 +460,32 @@ class EventRecorder:
             log.warning("no running event loop; dropping event %s %s", reason, message)
             self.stats.dropped += 1
             return
+        host = host or self.host
+        md = obj.get("metadata")
+        if self.written_reasons is not None and reason not in self.written_reasons and isinstance(md, dict):
+            # Not to be written: correlated from the object's parts, no reference built.
+            parts = object_parts(obj, md)
+            spam: Key = (self.component, host or "", *parts)  # (_spam_key's)
+            if self._full(spam, parts[1], parts[2], reason, message):
+                return
+            now = self.clock.now()
+            self._next_ns(now)  # the name its Event would have had (names of the written ones stay as they are)
+            if self.correlator.correlate_parts(self.component, host or "", parts, field_path or "", type, reason,
+                                               message, now=now, spam=spam):
+                self.stats.skipped += 1
+            else:
+                self.stats.withheld += 1
+            return
         ref = object_reference(obj)
         if field_path:
             ref["fieldPath"] = field_path
-        host = host or self.host
         spam = _spam_key(self.component, host or "", ref)
-        queue = self._queues[hash(spam) % self._workers]
-        if queue.full():
-            self.stats.dropped += 1
-            at = self.clock.monotonic()
-            if self._drop_logged_at is None or at - self._drop_logged_at >= DROP_LOG_INTERVAL:
-                self._drop_logged_at = at
-                log.warning("event queue full; dropped %d event(s) so far, latest %s/%s %s: %s",
-                            self.stats.dropped, ref.get("namespace", ""), ref.get("name", ""), reason, message)
+        if self._full(spam, ref.get("namespace", ""), ref.get("name", ""), reason, message):
             return
         now = self.clock.now()
-        if self.written_reasons is not None and reason not in self.written_reasons:
-            self._next_ns(now)  # the name its Event would have had (names of the written ones stay as they are)
-            if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now,
-                                                   spam=spam):
+        if self.written_reasons is not None and reason not in self.written_reasons:  # (a reference given)
+            self._next_ns(now)
+            if self.correlator.correlate_unwritten(self.component, host or "", ref, type, reason, message, now=now):
                 self.stats.skipped += 1
             else:
                 self.stats.withheld += 1
@@ -453,7 +497,7 @@ class EventRecorder:
             self.stats.skipped += 1
             return
         assert result.event is not None and result.observation is not None
-        queue.put_nowait(_Job(result.event, result.observation, result.patch))
+        self._queues[hash(spam) % self._workers].put_nowait(_Job(result.event, result.observation, result.patch))
 
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> None:
         self.event(obj, type, reason, fmt % args if args else fmt)
@@ -477,6 +521,22 @@ class EventRecorder:
         self._tasks.clear()
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _full(self, spam: Key, namespace: str, name: str, reason: str, message: str) -> bool:
+        """Whether the worker queue of this event's object is full: then the event is dropped
+        (counted, and logged at most every :data:`DROP_LOG_INTERVAL` seconds) before the
+        correlator sees it.  ``Queue.full()`` read as its own steps (its length against the
+        bound): the queue's method and the ``qsize()`` it calls run interpreted, for every event."""
+        queue = self._queues[hash(spam) % self._workers]
+        if len(queue._queue) < self._per_worker:  # type: ignore[attr-defined]
+            return False
+        self.stats.dropped += 1
+        at = self.clock.monotonic()
+        if self._drop_logged_at is None or at - self._drop_logged_at >= DROP_LOG_INTERVAL:
+            self._drop_logged_at = at
+            log.warning("event queue full; dropped %d event(s) so far, latest %s/%s %s: %s",
+                        self.stats.dropped, namespace, name, reason, message)
+        return True
 
     def _suffix(self, now: float | None = None) -> str:
         # Nanoseconds in hex as upstream; strictly increasing so that events recorded at the same

@@ -10,7 +10,7 @@ alone still admits pods that are not BestEffort, and BestEffort ones that tolera
 ``memory-pressure`` taint — refused: ``Evicted``, ``The node had condition: [DiskPressure]. ``.
 
 The pressure is the kubelet's own reading, i.e. the conditions it reports
-(:func:`everynode.kubelet.podstatus.node_conditions`): a simulated kubelet that reports a
+(:func:`everynode.kubelet.podstatus.node_conditions`, read through ``reported_pressures``): a simulated kubelet that reports a
 healthy node admits every pod, one that keeps a node's status as found (``plan``'s copy of a
 cluster) refuses what the cluster's kubelet would refuse — so a DaemonSet that is not critical
 fails, is replaced after the controller's back-off and fails again on a node under disk
@@ -24,7 +24,7 @@ from typing import Any
 
 from everynode.api.node import TAINT_NODE_MEMORY_PRESSURE
 from everynode.api.scheduling import tolerations_tolerate_taint
-from everynode.kubelet.podstatus import NODE_CONDITIONS, node_conditions
+from everynode.kubelet.podstatus import reported_pressures
 
 Obj = dict[str, Any]
 
@@ -32,7 +32,6 @@ EVICTED = "Evicted"  # eviction.Reason
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000  # scheduling.SystemCriticalPriority
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 SOURCE_ANNOTATION = "kubernetes.io/config.source"
-_PRESSURES = frozenset(type_ for type_, _, _ in NODE_CONDITIONS)
 _MEMORY_PRESSURE_TAINT = {"key": TAINT_NODE_MEMORY_PRESSURE, "effect": "NoSchedule"}
 
 
@@ -47,7 +46,7 @@ def is_critical(pod: Obj) -> bool:
 
 def pressure_refusal(pod: Obj, node: Obj) -> str | None:
     """The eviction manager's refusal message for ``pod`` on ``node``, or None when admitted."""
-    pressures = [c["type"] for c in node_conditions(node, "") if c["type"] in _PRESSURES and c["status"] == "True"]
+    pressures = reported_pressures(node)
     if not pressures or is_critical(pod):
         return None
     if pressures == ["MemoryPressure"]:

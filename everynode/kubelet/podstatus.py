@@ -254,6 +254,21 @@ def keeps_status(node: Obj) -> bool:
     return ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_STATUS_ANNOTATION) == KEPT
 
 
+def reported_pressures(node: Obj) -> list[str]:
+    """The pressure conditions :func:`node_conditions` reports True, in its order, without
+    building the conditions (the kubelet's admission asks for every pod it starts): a healthy
+    kubelet reports none; a node whose status is kept, those it says are True."""
+    if not keeps_status(node):
+        return []
+    previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    out = []
+    for type_, _, _ in NODE_CONDITIONS:
+        old = previous.get(type_)
+        if old is not None and old.get("status") == "True":  # (kept as it is: True is a kubelet's status)
+            out.append(type_)
+    return out
+
+
 def node_conditions(node: Obj, now: str) -> list[Obj]:
     """The four conditions the kubelet reports: a healthy kubelet's (transition times kept where
     the status is unchanged), or, for a node whose status is kept, the node's own."""

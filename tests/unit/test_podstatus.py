@@ -134,6 +134,25 @@ def test_node_conditions_reported(given: list[tuple[str, str]], kept: bool,
             assert c["message"] == "M"
 
 
+@pytest.mark.parametrize(("given", "kept", "expected"), [
+    ([("MemoryPressure", "True")], True, ["MemoryPressure"]),
+    ([("MemoryPressure", "True")], False, []),  # a healthy kubelet's reading, whatever the node says
+    ([("PIDPressure", "True"), ("DiskPressure", "True"), ("MemoryPressure", "False")], True,
+     ["DiskPressure", "PIDPressure"]),  # in the reported order
+    ([("DiskPressure", "Unknown"), ("Ready", "True")], True, []),  # Unknown: reported False
+    ([("Ready", "False")], True, []),
+    ([], True, []),
+])
+def test_reported_pressures_are_the_true_pressure_conditions_node_conditions_reports(
+        given: list[tuple[str, str]], kept: bool, expected: list[str]) -> None:
+    """The kubelet's admission reads the pressures without building the four conditions: the
+    same answer as reading them off :func:`node_conditions`."""
+    node = _node([_cond(t, s) for t, s in given], kept=kept)
+    from_conditions = [c["type"] for c in podstatus.node_conditions(node, NOW)
+                       if c["type"] != "Ready" and c["status"] == "True"]
+    assert podstatus.reported_pressures(node) == from_conditions == expected
+
+
 def test_a_kept_node_reports_its_own_addresses_and_node_info() -> None:
     resources = {"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "8"}
     node = _node([_cond(t, "True" if t in ("MemoryPressure", "Ready") else "False")
