@@ -84,6 +84,25 @@ DEFAULT_EPOCH = 1_700_000_000.0
 POLL_EVERY_BUSY_TURNS = 16
 
 
+class _Turns:
+    """The virtual clock and the loop's own counters, as a compiled record.  The loop extends
+    asyncio's interpreted loop class, so each attribute of its own was a dictionary lookup by name
+    (about fifteen per turn, a turn per callback chain); here they are fields of one object the
+    turn fetches once."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.woken = False  # call_soon_threadsafe wrote to the self-pipe since the last poll
+        self.busy_turns = 0  # turns with callbacks ready since the last poll
+        # File objects registered through the selector: the loop's own self-pipe is registered
+        # before it exists, so this counts the sockets (and pipes) a poll is for.
+        self.watched = 0
+        self.threads_in_flight = 0
+        self.frozen = 0
+        self.jumps = 0
+        self.timer_seq = 0
+
+
 class _VirtualSelector(selectors.BaseSelector):
     """Delegates to a real selector (``inner``), but turns a wait into a jump of the loop's
     clock (:meth:`VirtualTimeEventLoop._select`)."""
@@ -91,22 +110,19 @@ class _VirtualSelector(selectors.BaseSelector):
     def __init__(self, real: selectors.BaseSelector, loop: VirtualTimeEventLoop) -> None:
         self.inner: Any = real  # (Any: a test counts its polls through a stand-in)
         self._loop = loop
-        self._busy_turns = 0
-        # File objects registered through this selector: the loop's own self-pipe is registered
-        # before it exists, so this counts the sockets (and pipes) a poll is for.
-        self.watched = 0
+        self._turns = loop._turns
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         return self._loop._select(timeout)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         key: selectors.SelectorKey = self.inner.register(fileobj, events, data)
-        self.watched += 1
+        self._turns.watched += 1
         return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
         key: selectors.SelectorKey = self.inner.unregister(fileobj)
-        self.watched -= 1
+        self._turns.watched -= 1
         return key
 
     def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
@@ -224,8 +240,9 @@ def _schedule(loop: VirtualTimeEventLoop, when: float, callback: Any, args: tupl
         loop._check_callback(callback, "call_at")  # type: ignore[attr-defined]
     timer = TimerHandle(when, callback, args, loop, context)
     timer._scheduled = True
-    loop._timer_seq += 1
-    heapq.heappush(loop._scheduled, (when, loop._timer_seq, timer))
+    turns = loop._turns
+    turns.timer_seq += 1
+    heapq.heappush(loop._scheduled, (when, turns.timer_seq, timer))
     return timer
 
 
@@ -251,24 +268,19 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
     _signal_handlers: dict[int, Any]  # (the Unix loop's: a handler's signal wakes it through the self-pipe)
 
     def __init__(self, *, start: float = 0.0, epoch: float = DEFAULT_EPOCH) -> None:
-        self._woken = False  # call_soon_threadsafe wrote to the self-pipe since the last poll
-        self._virtual_now = float(start)
+        self._turns = _Turns(float(start))
         self._start = float(start)
         self.epoch = float(epoch)
-        self._threads_in_flight = 0
-        self._frozen = 0
-        self._jumps = 0
-        self._timer_seq = 0
         super().__init__(selectors.DefaultSelector())
         self._selector = _VirtualSelector(self._selector, self)
 
     def time(self) -> float:
-        return self._virtual_now
+        return self._turns.now
 
     def _write_to_self(self) -> None:
         """The self-pipe's wake-up (``call_soon_threadsafe``, from any thread), noted so that the
         next turn polls for it (:data:`POLL_EVERY_BUSY_TURNS`)."""
-        self._woken = True
+        self._turns.woken = True
         super()._write_to_self()  # type: ignore[misc]
 
     def call_soon(self, callback: Callable[[*_Ts], object], *args: *_Ts, context: Any = None) -> asyncio.Handle:
@@ -288,7 +300,7 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         as a tuple and a keyword dict)."""
         if delay is None:
             raise TypeError("delay must not be None")
-        return _schedule(self, self._virtual_now + delay, callback, args, context)  # (asyncio.TimerHandle's interface: see Handle)
+        return _schedule(self, self._turns.now + delay, callback, args, context)  # (asyncio.TimerHandle's interface: see Handle)
 
     def call_at(self, when: float, callback: Callable[[*_Ts], object], *args: *_Ts,
                 context: Any = None) -> asyncio.TimerHandle:
@@ -324,19 +336,21 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
     def _advance(self, seconds: float) -> None:
         # Land exactly on the earliest timer when that is what we are jumping to, so that float
         # rounding in ``now + (when - now)`` can never leave it one ulp in the future.
-        target = self._virtual_now + seconds
+        turns = self._turns
+        target = turns.now + seconds
         scheduled = self._scheduled
         if scheduled:
             when: float = scheduled[0][0]
             if abs(when - target) < 1e-6:
-                target = max(when, self._virtual_now)
-        self._virtual_now = target
-        self._jumps += 1
+                target = max(when, turns.now)
+        turns.now = target
+        turns.jumps += 1
 
     def _run_once(self) -> None:
         """One turn: asyncio 3.11's ``BaseEventLoop._run_once`` on this loop's timer heap, with
         the virtual selector's steps and ``Handle._run`` done in place."""
         scheduled = self._scheduled
+        turns = self._turns
         # asyncio runs a timer as soon as it is due within the clock's resolution, even when
         # other callbacks are ready and the clock does not jump.  A callback that re-checks
         # ``loop.time() >= deadline`` (the store's watch waits, the bookmark loop) would then see
@@ -344,8 +358,8 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         # ever advancing.  So the virtual clock reads the due timer's time while it runs.
         if scheduled:
             first: float = scheduled[0][0]
-            if self._virtual_now < first < self._virtual_now + self._clock_resolution:
-                self._virtual_now = first
+            if turns.now < first < turns.now + self._clock_resolution:
+                turns.now = first
         count = len(scheduled)
         if count > _MIN_SCHEDULED_TIMER_HANDLES and \
                 self._timer_cancelled_count / count > _MIN_CANCELLED_TIMER_HANDLES_FRACTION:
@@ -372,11 +386,11 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         if ready or self._stopping:
             timeout = 0.0
         elif scheduled:
-            timeout = min(max(0.0, scheduled[0][0] - self._virtual_now), MAXIMUM_SELECT_TIMEOUT)
+            timeout = min(max(0.0, scheduled[0][0] - turns.now), MAXIMUM_SELECT_TIMEOUT)
         events = self._select(timeout)
         if events:
             self._process_events(events)  # type: ignore[attr-defined]
-        end_time = self._virtual_now + self._clock_resolution
+        end_time = turns.now + self._clock_resolution
         while scheduled:
             entry = scheduled[0]
             if entry[0] >= end_time:
@@ -412,20 +426,21 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
 
     def _select(self, timeout: float | None) -> list[Any]:
         """The virtual selector's ``select`` (:class:`_VirtualSelector`), in place."""
-        selector = self._selector
+        turns = self._turns
         if timeout == 0:
-            selector._busy_turns += 1
-            if selector._busy_turns < POLL_EVERY_BUSY_TURNS:
+            turns.busy_turns += 1
+            if turns.busy_turns < POLL_EVERY_BUSY_TURNS:
                 return []
-        selector._busy_turns = 0
-        if self._woken or selector.watched > 0 or self._signal_handlers:
-            self._woken = False
+        turns.busy_turns = 0
+        selector = self._selector
+        if turns.woken or turns.watched > 0 or self._signal_handlers:
+            turns.woken = False
             events: list[Any] = selector.inner.select(0)
             if events or timeout == 0:
                 return events
         elif timeout == 0:
             return []  # (nothing to poll for: see POLL_EVERY_BUSY_TURNS)
-        if timeout is None or self._threads_in_flight or self._frozen:
+        if timeout is None or turns.threads_in_flight or turns.frozen:
             # Nothing to jump to, or real work running in a thread: really wait (time stands still).
             waited: list[Any] = selector.inner.select(None)
             return waited
@@ -448,20 +463,20 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         while the driving thread is busy between calls, thaw while it waits for a result, so
         virtual time does not race ahead of the driver.  Call through ``call_soon_threadsafe``
         (which also wakes the loop) when calling from another thread."""
-        self._frozen += 1
+        self._turns.frozen += 1
 
     def thaw(self) -> None:
-        if self._frozen > 0:
-            self._frozen -= 1
+        if self._turns.frozen > 0:
+            self._turns.frozen -= 1
 
     @property
     def frozen(self) -> bool:
-        return self._frozen > 0
+        return self._turns.frozen > 0
 
     @property
     def jumps(self) -> int:
         """How many times the clock jumped (for diagnostics)."""
-        return self._jumps
+        return self._turns.jumps
 
     def clock(self) -> LoopClock:
         """A :class:`~everynode.clock.LoopClock` reading ``epoch + (time() - start)``."""
@@ -469,10 +484,10 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
 
     def run_in_executor(self, executor: Any, func: Callable[[*_Ts], T], *args: *_Ts) -> asyncio.Future[T]:
         fut = super().run_in_executor(executor, func, *args)
-        self._threads_in_flight += 1
+        self._turns.threads_in_flight += 1
 
         def done(_: asyncio.Future[Any]) -> None:
-            self._threads_in_flight -= 1
+            self._turns.threads_in_flight -= 1
 
         fut.add_done_callback(done)
         return fut
