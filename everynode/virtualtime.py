@@ -402,27 +402,21 @@ class VirtualTimeEventLoop(asyncio.SelectorEventLoop):
         debug = self._debug
         for _ in range(len(ready)):
             item = ready.popleft()
-            if debug or not isinstance(item, Handle):  # (asyncio's own: call_soon_threadsafe, readers)
-                if item._cancelled:
-                    continue
-                if debug:
-                    self._current_handle = item
-                    try:
-                        item._run()
-                    finally:
-                        self._current_handle = None
-                else:
+            if isinstance(item, Handle) and not debug:
+                handle: Handle = item  # (ours: its fields and _run are native)
+                if not handle._cancelled:
+                    handle._run()
+                continue
+            if item._cancelled:  # (asyncio's own handles too: call_soon_threadsafe, readers)
+                continue
+            if debug:
+                self._current_handle = item
+                try:
                     item._run()
-                continue
-            handle: Handle = item
-            if handle._cancelled:
-                continue
-            try:
-                _call(handle._context, handle._callback, handle._args)
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:  # noqa: BLE001 - Handle._run's own rule
-                self._callback_failed(handle, exc)
+                finally:
+                    self._current_handle = None
+            else:
+                item._run()
 
     def _select(self, timeout: float | None) -> list[Any]:
         """The virtual selector's ``select`` (:class:`_VirtualSelector`), in place."""

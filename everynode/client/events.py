@@ -48,7 +48,7 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
@@ -385,6 +385,9 @@ class RecorderStats:
     by_reason: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
+_REFERENCE_FIELDS: Final = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
+
+
 def object_reference(obj: Obj) -> Obj:
     """``ref.GetReference``: an ObjectReference for an object (or an ObjectReference as given)."""
     md = obj.get("metadata")
@@ -392,28 +395,9 @@ def object_reference(obj: Obj) -> Obj:
         return {k: v for k, v in obj.items() if k in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath") and v}
     fields: dict[str, Any] = md if isinstance(md, dict) else {}  # (typed: dict lookups when compiled)
-    # The order of ObjectReference's fields; empty ones left out (omitempty).  Spelt out rather
-    # than looped over (field, value) pairs: a recorder makes one per event, several per pod.
-    ref: Obj = {}
-    value = obj.get("kind")
-    if value:
-        ref["kind"] = value
-    value = fields.get("namespace")
-    if value:
-        ref["namespace"] = value
-    value = fields.get("name")
-    if value:
-        ref["name"] = value
-    value = fields.get("uid")
-    if value:
-        ref["uid"] = value
-    value = obj.get("apiVersion")
-    if value:
-        ref["apiVersion"] = value
-    value = fields.get("resourceVersion")
-    if value:
-        ref["resourceVersion"] = value
-    return ref
+    # ObjectReference's fields in its order; empty ones left out (omitempty)
+    values = (*object_parts(obj, fields), fields.get("resourceVersion"))
+    return {key: value for key, value in zip(_REFERENCE_FIELDS, values, strict=True) if value}
 
 
 class EventRecorder:

@@ -254,17 +254,23 @@ def keeps_status(node: Obj) -> bool:
     return ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_STATUS_ANNOTATION) == KEPT
 
 
+def _kept_as_found(old: Obj | None, kept: bool) -> bool:
+    """Whether the kubelet reports a node's own condition as it is (see :data:`NODE_STATUS_ANNOTATION`)."""
+    return kept and old is not None and old.get("status") in _KUBELET_STATUSES
+
+
 def reported_pressures(node: Obj) -> list[str]:
     """The pressure conditions :func:`node_conditions` reports True, in its order, without
     building the conditions (the kubelet's admission asks for every pod it starts): a healthy
-    kubelet reports none; a node whose status is kept, those it says are True."""
+    kubelet reports none (its pressures are False); a node whose status is kept, those it says
+    are True."""
     if not keeps_status(node):
         return []
     previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
     out = []
     for type_, _, _ in NODE_CONDITIONS:
         old = previous.get(type_)
-        if old is not None and old.get("status") == "True":  # (kept as it is: True is a kubelet's status)
+        if _kept_as_found(old, True) and (old or {}).get("status") == "True":
             out.append(type_)
     return out
 
@@ -277,7 +283,8 @@ def node_conditions(node: Obj, now: str) -> list[Obj]:
     out = []
     for type_, reason, message in (*NODE_CONDITIONS, READY_CONDITION):
         old = previous.get(type_)
-        if kept and old is not None and old.get("status") in _KUBELET_STATUSES:
+        if _kept_as_found(old, kept):
+            assert old is not None
             out.append({**old, "lastHeartbeatTime": now, "lastTransitionTime": old.get("lastTransitionTime") or now})
             continue
         status = "True" if type_ == "Ready" else "False"

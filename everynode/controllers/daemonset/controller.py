@@ -251,8 +251,8 @@ class DaemonSetController(ControllerLifecycle):
         # progress): given the same again — several syncs of one instant in virtual time, each
         # taking a pod event of the same step — the pass would again write nothing, so it is not
         # computed again (a rollout at maxUnavailable 1 makes six status passes per pod, four of
-        # them such repeats).  The same baseline: the same object, or the same version of it
-        # (one resourceVersion: our write's answer, then the informer's copy of that write).
+        # them such repeats).  The same baseline is the same object: in-process, the informer's
+        # copy of our write is the object the write answered.
         self._unwritten_status: dict[str, tuple[Obj, tuple[Any, ...], float | None]] = {}
         # DaemonSet uid → the last revision pass that wrote nothing: see :meth:`_construct_history`.
         self._history: dict[str, tuple[tuple[Any, ...], list[Obj], Obj, list[Obj]]] = {}
@@ -953,10 +953,8 @@ class DaemonSetController(ControllerLifecycle):
         last_progress = self._last_progress.get(uid)
         inputs = (counts.desired, counts.current, counts.misscheduled, counts.ready, counts.updated,
                   counts.available, observed, update_observed_generation, now, last_progress)
-        version = md.get("resourceVersion") or ""
         unwritten = self._unwritten_status.get(uid)
-        if unwritten is not None and unwritten[1] == inputs and (
-                unwritten[0] is ds or (version and unwritten[0]["metadata"].get("resourceVersion") == version)):
+        if unwritten is not None and unwritten[0] is ds and unwritten[1] == inputs:
             recheck = unwritten[2]  # the status this sync would compute was just found written
         else:
             conditions, recheck, self._last_progress[uid] = rollout_conditions(
