@@ -65,7 +65,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # and incremental state (its pod index and the re-derivation of dirty nodes), work queue, Event
 # recorder and pod simulation around them, the template creates, the scheduler (its loop and
 # helpers: node and pod infos, filters, scores, queue, cache), the kubelet simulation (node agent,
-# pod lifecycle, writers), the wake-up signal the kubelet writers and the scheduler queue sleep
+# pod lifecycle, writers, and the helpers each pod start calls: addresses, container events, the
+# downward API, mounts), the wake-up signal the kubelet writers and the scheduler queue sleep
 # on, ``plan``'s rollout recorder (fed every event of its copy), the stores (memory and SQLite:
 # every write's apply and every read) and the virtual-time event loop's turn, callbacks and timers
 # (virtualtime.py); no class here is subclassed by code outside the list.  What
@@ -134,6 +135,10 @@ MODULES: tuple[str, ...] = (
     "everynode.controllers.daemonset.placement",
     "everynode.controllers.daemonset.status",
     "everynode.controllers.daemonset.update",
+    "everynode.kubelet.addresses",
+    "everynode.kubelet.containerevents",
+    "everynode.kubelet.downward",
+    "everynode.kubelet.mounts",
     "everynode.kubelet.nodeagent",
     "everynode.kubelet.podlifecycle",
     "everynode.kubelet.podstatus",

@@ -127,9 +127,11 @@ def field_of(obj: Any, name: str) -> Any:
     return None
 
 
-def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The object's ``metadata`` (empty when it has none, or it is null)."""
-    return obj.get("metadata") or {}
+def metadata_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object's ``metadata`` (empty when it has none, or it is null): a dict, so that
+    compiled callers read its fields with the dict primitive."""
+    md: dict[str, Any] = field_of(obj, "metadata") or {}
+    return md
 
 
 def controller_uid(obj: Obj) -> str | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from everynode.api.meta import field_of
+
 Obj = dict[str, Any]
 
 # well_known_taints.go
@@ -26,7 +28,7 @@ TAINT_NODE_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 def node_condition(node: Mapping[str, Any], type_: str) -> Obj | None:
     """``GetNodeCondition``: the node's condition of that type, or None."""
-    for cond in (node.get("status") or {}).get("conditions") or ():
+    for cond in field_of(node.get("status"), "conditions") or ():
         if cond.get("type") == type_:
             return cond
     return None
@@ -48,9 +50,9 @@ def ready_status(node: Mapping[str, Any]) -> str | None:
 def has_taint(node: Mapping[str, Any], key: str, effect: str) -> bool:
     """The node carries a taint with this key and effect."""
     return any(t.get("key") == key and t.get("effect") == effect
-               for t in (node.get("spec") or {}).get("taints") or ())
+               for t in field_of(node.get("spec"), "taints") or ())
 
 
 def has_taint_key(node: Mapping[str, Any], key: str) -> bool:
     """The node carries a taint with this key (any value, any effect)."""
-    return any(t.get("key") == key for t in (node.get("spec") or {}).get("taints") or ())
+    return any(t.get("key") == key for t in field_of(node.get("spec"), "taints") or ())

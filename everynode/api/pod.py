@@ -72,4 +72,4 @@ def available_at(pod: Obj, min_ready_seconds: int) -> float | None:
 
 def is_pod_terminal(pod: Obj) -> bool:
     """Phase ``Succeeded`` or ``Failed``: no container will run again."""
-    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+    return field_of(pod.get("status"), "phase") in TERMINAL_PHASES

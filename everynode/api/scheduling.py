@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.api.selectors import (
     DOES_NOT_EXIST,
     EXISTS,
@@ -173,11 +174,11 @@ def _compile_terms(terms: Sequence[Mapping[str, Any]] | None) -> tuple[_Term, ..
 
 
 def _node_name(node: Mapping[str, Any]) -> str:
-    return (node.get("metadata") or {}).get("name") or ""
+    return field_of(node.get("metadata"), "name") or ""
 
 
 def _node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
-    return (node.get("metadata") or {}).get("labels") or _NO_LABELS
+    return field_of(node.get("metadata"), "labels") or _NO_LABELS
 
 
 def _term_matches(term: _Term, labels: Mapping[str, str], name: str) -> bool:
@@ -264,7 +265,7 @@ def node_selector_terms_match(terms: Sequence[Mapping[str, Any]] | None, node: M
 def _required_terms(pod_spec: Mapping[str, Any]) -> Sequence[Mapping[str, Any]] | None:
     """``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``, or None when unset."""
     affinity = pod_spec.get("affinity") or {}
-    required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = field_of(affinity.get("nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return None
     return required.get("nodeSelectorTerms") or ()

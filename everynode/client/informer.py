@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from everynode.api.errors import ApiError
-from everynode.api.meta import key_of
+from everynode.api.meta import field_of, key_of
 from everynode.api.registry import resource as lookup_resource
 from everynode.client.base import Client, Obj
 
@@ -67,12 +67,12 @@ def index_pod_by_node_name(pod: Obj) -> list[str]:
     """Pods informer index: the node a pod is bound to (none for unscheduled pods).  Shared by
     every component that asks "which pods are on node X" — one function object, so that they
     can all register it on the one shared pods informer."""
-    node = (pod.get("spec") or {}).get("nodeName")
+    node = field_of(pod.get("spec"), "nodeName")
     return [node] if node else []
 
 
 def _rv(obj: Obj) -> str | None:
-    return (obj.get("metadata") or {}).get("resourceVersion")
+    return field_of(obj.get("metadata"), "resourceVersion")
 
 
 def _index_put(index: dict[str, str | set[str]], value: str, key: str) -> None:

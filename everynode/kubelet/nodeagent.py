@@ -67,7 +67,7 @@ from collections.abc import Callable
 from typing import Any
 
 from everynode.api.errors import ApiError
-from everynode.api.meta import resource_version
+from everynode.api.meta import field_of, resource_version
 from everynode.api.node import is_node_ready
 from everynode.client.base import Client
 from everynode.client.informer import Informer
@@ -264,9 +264,9 @@ class NodeAgent:
         self._node_seen(new)
 
     def _node_seen(self, node: Obj) -> None:
-        md = node.get("metadata") or {}
+        md: dict[str, Any] = node.get("metadata") or {}
         name = md.get("name") or ""
-        mode = (md.get("annotations") or {}).get(KUBELET_ANNOTATION)
+        mode = field_of(md.get("annotations"), KUBELET_ANNOTATION)
         ns = self.nodes.get(name)
         if mode == EXTERNAL:
             if ns is not None:
@@ -276,7 +276,7 @@ class NodeAgent:
         if ns is None:
             ns = self.nodes[name] = NodeState(name)
             ns.uid = md.get("uid") or ""
-            idx = _int((md.get("annotations") or {}).get(NODE_INDEX_ANNOTATION))
+            idx = _int(field_of(md.get("annotations"), NODE_INDEX_ANNOTATION))
             if idx is not None and idx not in self._used_indices:
                 self._take_index(ns, idx)
             ns.stopped = mode == STOPPED
@@ -309,7 +309,7 @@ class NodeAgent:
             self._check_report(ns, node)
 
     def _on_node_delete(self, node: Obj) -> None:
-        name = (node.get("metadata") or {}).get("name") or ""
+        name = field_of(node.get("metadata"), "name") or ""
         self._drop_node(name)
 
     def _drop_node(self, name: str) -> None:
@@ -348,10 +348,10 @@ class NodeAgent:
         if ns.index < 0:
             self._assign_index(ns)
         ns.ip = podstatus.node_internal_ip(node, ns.ip)
-        md = node.get("metadata") or {}
-        spec = node.get("spec") or {}
+        md: dict[str, Any] = node.get("metadata") or {}
+        spec: dict[str, Any] = node.get("spec") or {}
         meta_patch: Obj = {}
-        if (md.get("annotations") or {}).get(NODE_INDEX_ANNOTATION) != str(ns.index):
+        if field_of(md.get("annotations"), NODE_INDEX_ANNOTATION) != str(ns.index):
             meta_patch["metadata"] = {"annotations": {NODE_INDEX_ANNOTATION: str(ns.index)}}
         if spec.get("podCIDR"):
             ns.cidr = spec["podCIDR"]
@@ -400,7 +400,7 @@ class NodeAgent:
         spec["renewTime"] = now
         out = dict(lease)
         out["spec"] = spec
-        md = lease.get("metadata") or {}
+        md: dict[str, Any] = lease.get("metadata") or {}
         if ns.uid and not md.get("ownerReferences"):
             out["metadata"] = dict(md, ownerReferences=[{"apiVersion": "v1", "kind": "Node", "name": ns.name,
                                                           "uid": ns.uid}])

@@ -54,6 +54,7 @@ from typing import Any
 import orjson
 
 from everynode.api.errors import ApiError
+from everynode.api.meta import field_of
 from everynode.api.pod import TERMINAL_PHASES
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -90,7 +91,7 @@ CONFIG_RETRY = 10.0
 
 
 def _annotation(obj: Obj, key: str) -> str | None:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return (field_of(obj.get("metadata"), "annotations") or {}).get(key)
 
 
 def _seconds(text: str | None, default: float) -> float:
@@ -190,7 +191,7 @@ class PodLifecycle:
 
     def environment(self, pod: Obj) -> dict[str, dict[str, str]]:
         """The environment each container of ``pod`` sees (Downward API resolved)."""
-        node = self._node_obj((pod.get("spec") or {}).get("nodeName") or "")
+        node = self._node_obj(field_of(pod.get("spec"), "nodeName") or "")
         allocatable = ((node or {}).get("status") or {}).get("allocatable") or {}
         return resolve_environment(pod, allocatable=allocatable, lookup=self.objects.lookup)
 
@@ -198,7 +199,7 @@ class PodLifecycle:
                       container_id: str | None = None) -> tuple[str, list[tuple[str, str]], bool] | None:
         """The log of one run of a container (``ContainerLogSource`` of the API server's
         ``pods/log``): None for a pod of a node this simulation does not run."""
-        if (pod.get("spec") or {}).get("nodeName") not in self.nodes:
+        if field_of(pod.get("spec"), "nodeName") not in self.nodes:
             return None
         if container_id is not None:
             attempt = containerlog.find_attempt(pod, container, container_id)
@@ -222,7 +223,7 @@ class PodLifecycle:
                 env = None
         if env is None:
             env = self.environment(pod).get(container) or {}
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         order = [v.get("name") for g in ("initContainers", "containers") for c in spec.get(g) or ()
                  if c.get("name") == container for v in c.get("env") or ()]
         return {k: env[k] for k in dict.fromkeys([*order, *env]) if k in env}
@@ -269,21 +270,21 @@ class PodLifecycle:
         self._pod_seen(new)
 
     def _pod_seen(self, pod: Obj) -> None:
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         node_name = spec.get("nodeName")
         if not node_name:
             return
         ns = self.nodes.get(node_name)
         if ns is None:
             return
-        md = pod.get("metadata") or {}
+        md: dict[str, Any] = pod.get("metadata") or {}
         key = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
         ps = self.pods.get(key)
         if ps is not None and md.get("uid") and ps.uid != md.get("uid"):
             self._forget_pod(key)
             ps = None
         if ps is None:
-            phase = (pod.get("status") or {}).get("phase")
+            phase = field_of(pod.get("status"), "phase")
             if phase in TERMINAL_PHASES and not md.get("deletionTimestamp"):
                 return
             ps = PodState(key, md.get("namespace") or "", md.get("name") or "", md.get("uid") or "", node_name)
@@ -301,7 +302,7 @@ class PodLifecycle:
             self._start_termination(ps, pod)
 
     def _on_pod_delete(self, pod: Obj) -> None:
-        md = pod.get("metadata") or {}
+        md: dict[str, Any] = pod.get("metadata") or {}
         self._forget_pod(f"{md.get('namespace') or ''}/{md.get('name') or ''}")
 
     def _forget_pod(self, key: str) -> None:
@@ -319,9 +320,9 @@ class PodLifecycle:
 
     def _recover(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         """Take over a pod whose status an earlier run (or kubelet) already wrote."""
-        status = pod.get("status") or {}
+        status: dict[str, Any] = pod.get("status") or {}
         ip = status.get("podIP") or ""
-        if ip and not (pod.get("spec") or {}).get("hostNetwork") and ns.cidr:
+        if ip and not field_of(pod.get("spec"), "hostNetwork") and ns.cidr:
             h = addresses.host_of(ns.cidr, ip)
             if h is not None:
                 ns.used_hosts.add(h)
@@ -349,7 +350,7 @@ class PodLifecycle:
             pod = inf.get(key) if inf is not None else None
             if ps is None or pod is None:
                 continue
-            if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if field_of(pod.get("metadata"), "deletionTimestamp"):
                 if not ps.deleting:
                     self._start_termination(ps, pod)
             elif ps.stage in ("new", "creating", "cycle") and ps.timer is None:
@@ -381,7 +382,7 @@ class PodLifecycle:
 
     def _start_termination(self, ps: PodState, pod: Obj) -> None:
         if ps.stage == "running" or (ps.stage == "cycle" and self._behavior(pod) == "crash-loop"):
-            self._events(ps, pod, [containerevents.killing(c) for c in (pod.get("spec") or {}).get("containers") or ()])
+            self._events(ps, pod, [containerevents.killing(c) for c in field_of(pod.get("spec"), "containers") or ()])
         ps.deleting = True
         self.objects.forget(ps.key)
         if ps.timer is not None:
@@ -402,7 +403,7 @@ class PodLifecycle:
         ns = self.nodes.get(ps.node)
         if pod is None or ns is None or ns.stopped or not ns.adopted:
             return
-        if (pod.get("metadata") or {}).get("uid") != ps.uid:
+        if field_of(pod.get("metadata"), "uid") != ps.uid:
             return
         if ps.deleting:
             if ps.timer is not None:  # a termination-seconds wait still running
@@ -410,7 +411,7 @@ class PodLifecycle:
             await self._remove(ps)
             return
         if ps.stage == "new":
-            if not (pod.get("status") or {}).get("startTime") and await self._refused(ps, pod):
+            if not field_of(pod.get("status"), "startTime") and await self._refused(ps, pod):
                 return
             if mounts.refers_to_objects(pod) and not await self._mounted(ps, pod, ns):
                 return
@@ -484,7 +485,7 @@ class PodLifecycle:
         if not self.objects.synced:
             self._set_timer(ps, MOUNT_RETRY_INITIAL)
             return False
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         for group in ("initContainers", "containers"):
             for c in spec.get(group) or ():
                 failure = mounts.env_failure(pod, c, self.objects.lookup)
@@ -519,7 +520,7 @@ class PodLifecycle:
     def _ips(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         if ps.ip:
             return
-        if (pod.get("spec") or {}).get("hostNetwork"):
+        if field_of(pod.get("spec"), "hostNetwork"):
             ps.ip = ns.ip
             return
         if ps.host is None:
@@ -534,7 +535,7 @@ class PodLifecycle:
     def _pending_status(self, ps: PodState, pod: Obj, ns: NodeState) -> Obj:
         """The status of an acknowledged pod whose containers are being created."""
         now = self.clock.rfc3339()
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         status = self._common(ps, ns, now, with_ip=False)
         status["phase"] = "Pending"
         status["conditions"] = self._pending_conditions(ps, pod, now)
@@ -553,7 +554,7 @@ class PodLifecycle:
 
     async def _start_containers(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         behavior = self._behavior(pod)
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         now = self.clock.rfc3339()
         self._ips(ps, pod, ns)
         status = self._common(ps, ns, now, with_ip=True)
@@ -614,12 +615,12 @@ class PodLifecycle:
     async def _cycle(self, ps: PodState, pod: Obj, ns: NodeState) -> None:
         """Next step of a crash loop or an image pull back-off."""
         behavior = self._behavior(pod)
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         now = self.clock.rfc3339()
         status = self._common(ps, ns, now, with_ip=True)
         if behavior == "image-pull-error":
-            cs = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
-            waiting = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+            cs = (field_of(pod.get("status"), "containerStatuses") or [{}])[0]
+            waiting = (field_of(cs.get("state"), "waiting") or {}).get("reason")
             if waiting == "ErrImagePull":
                 status["containerStatuses"] = podstatus.waiting_statuses(
                     spec, ps.uid, reason="ImagePullBackOff", message='Back-off pulling image "{image}"')
@@ -642,7 +643,7 @@ class PodLifecycle:
             ps.stage = "creating"
             await self._start_containers(ps, pod, ns)
             return
-        cs = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
+        cs = (field_of(pod.get("status"), "containerStatuses") or [{}])[0]
         if "running" in (cs.get("state") or {}):
             # The container exits with an error; the kubelet backs off before restarting it.
             started = ps.crash_started or now
@@ -710,7 +711,7 @@ class PodLifecycle:
         return _seconds(_annotation(pod, STARTUP_ANNOTATION), self.pod_startup)
 
     def _containers_started(self, ps: PodState, pod: Obj) -> None:
-        spec = pod.get("spec") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         pull = self._startup(pod)
         events = [ev for c in spec.get("initContainers") or ()
                   for ev in containerevents.started(c, pull_seconds=pull, init=True)]
@@ -729,7 +730,7 @@ class PodLifecycle:
 def runs_to_completion(pod: Obj) -> bool:
     """A pod a Job controls (its controller reference is a batch Job): its simulated containers
     exit 0 after start-up instead of running for ever."""
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in field_of(pod.get("metadata"), "ownerReferences") or ():
         if ref.get("controller") and ref.get("kind") == "Job" and str(ref.get("apiVersion") or "").startswith("batch/"):
             return True
     return False
@@ -737,9 +738,9 @@ def runs_to_completion(pod: Obj) -> bool:
 
 def current_waiting(pod: Obj, container: str) -> tuple[str, str] | None:
     """(reason, message) of the container's waiting state as the pod's status has it."""
-    for s in (pod.get("status") or {}).get("containerStatuses") or ():
+    for s in field_of(pod.get("status"), "containerStatuses") or ():
         if s.get("name") == container:
-            w = (s.get("state") or {}).get("waiting")
+            w = field_of(s.get("state"), "waiting")
             return (w.get("reason") or "", w.get("message") or "") if w else None
     return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.memo import remember
 
 Obj = dict[str, Any]
@@ -92,8 +93,8 @@ def _keep_transition(conds: list[Obj], previous: list[Obj] | None) -> list[Obj]:
 
 
 def pod_conditions(pod: Obj, now: str, *, sandbox: bool, ready: bool, failed: bool = False) -> list[Obj]:
-    spec = pod.get("spec") or {}
-    previous = (pod.get("status") or {}).get("conditions")
+    spec: dict[str, Any] = pod.get("spec") or {}
+    previous = field_of(pod.get("status"), "conditions")
     if ready:
         cr = condition("ContainersReady", "True", now)
         r = condition("Ready", "True", now)
@@ -251,7 +252,7 @@ _KUBELET_STATUSES = ("True", "False")
 
 def keeps_status(node: Obj) -> bool:
     """Whether ``node``'s kubelet reports its status as it finds it (see :data:`NODE_STATUS_ANNOTATION`)."""
-    return ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_STATUS_ANNOTATION) == KEPT
+    return (field_of(node.get("metadata"), "annotations") or {}).get(NODE_STATUS_ANNOTATION) == KEPT
 
 
 def _kept_as_found(old: Obj | None, kept: bool) -> bool:
@@ -266,7 +267,7 @@ def reported_pressures(node: Obj) -> list[str]:
     are True."""
     if not keeps_status(node):
         return []
-    previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    previous = {c.get("type"): c for c in field_of(node.get("status"), "conditions") or ()}
     out = []
     for type_, _, _ in NODE_CONDITIONS:
         old = previous.get(type_)
@@ -278,7 +279,7 @@ def reported_pressures(node: Obj) -> list[str]:
 def node_conditions(node: Obj, now: str) -> list[Obj]:
     """The four conditions the kubelet reports: a healthy kubelet's (transition times kept where
     the status is unchanged), or, for a node whose status is kept, the node's own."""
-    previous = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or ()}
+    previous = {c.get("type"): c for c in field_of(node.get("status"), "conditions") or ()}
     kept = keeps_status(node)
     out = []
     for type_, reason, message in (*NODE_CONDITIONS, READY_CONDITION):
@@ -295,7 +296,7 @@ def node_conditions(node: Obj, now: str) -> list[Obj]:
 
 
 def node_info(node: Obj) -> Obj:
-    md = node.get("metadata") or {}
+    md: dict[str, Any] = node.get("metadata") or {}
     uid = md.get("uid") or md.get("name") or ""
     machine = _digest("machine", uid)[:32]
     system = _digest("system", uid)
@@ -315,7 +316,7 @@ def node_info(node: Obj) -> Obj:
 
 def node_resources(node: Obj) -> tuple[Obj, Obj]:
     """(capacity, allocatable): what the Node already says, else the defaults (cpu 4, 16Gi, 110)."""
-    status = node.get("status") or {}
+    status: dict[str, Any] = node.get("status") or {}
     capacity = dict(status.get("capacity") or {}) or dict(DEFAULT_CAPACITY)
     for k, v in DEFAULT_CAPACITY.items():
         capacity.setdefault(k, v)
@@ -329,7 +330,7 @@ def node_internal_ip(node: Obj, default: str) -> str:
     """The node IP its kubelet gives pods (``hostIP``, host-network ``podIP``): a kept node's own
     InternalIP, else ``default`` (the simulated address)."""
     if keeps_status(node):
-        for a in (node.get("status") or {}).get("addresses") or ():
+        for a in field_of(node.get("status"), "addresses") or ():
             if a.get("type") == "InternalIP" and a.get("address"):
                 return str(a["address"])
     return default
@@ -339,7 +340,7 @@ def node_status_report(node: Obj, *, ip: str, hostname: str, now: str) -> Obj:
     """The node status the kubelet posts (a strategic-merge patch body's ``status``): a healthy
     node at ``ip``, or the node's own status with new heartbeat times when it is kept."""
     capacity, allocatable = node_resources(node)
-    status = node.get("status") or {}
+    status: dict[str, Any] = node.get("status") or {}
     kept = keeps_status(node)
     return {
         "conditions": node_conditions(node, now),
@@ -357,7 +358,7 @@ def report_would_change(node: Obj, *, ip: str, hostname: str) -> bool:
     conditions' ``lastHeartbeatTime``: the report merges into the status as a strategic merge
     does (conditions and addresses by ``type``, maps key by key), so it changes something only
     where one of its entries differs from what is there."""
-    status = node.get("status") or {}
+    status: dict[str, Any] = node.get("status") or {}
     report = node_status_report(node, ip=ip, hostname=hostname, now="")
     by_type = {c.get("type"): c for c in status.get("conditions") or ()}
     for cond in report["conditions"]:

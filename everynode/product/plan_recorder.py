@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from everynode.api.meta import controller_uid, metadata_of
+from everynode.api.meta import controller_uid, field_of, metadata_of
 from everynode.api.node import is_node_ready
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
@@ -27,9 +27,10 @@ PodView = tuple[str, str, bool, bool]  # revision hash, phase, Ready, terminatin
 
 
 def _pod_view(pod: Obj) -> PodView:
-    return ((metadata_of(pod).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "",
-            (pod.get("status") or {}).get("phase") or "Pending", is_pod_ready(pod),
-            bool(metadata_of(pod).get("deletionTimestamp")))
+    md = metadata_of(pod)
+    return (field_of(md.get("labels"), CONTROLLER_REVISION_HASH_LABEL) or "",
+            field_of(pod.get("status"), "phase") or "Pending", is_pod_ready(pod),
+            bool(md.get("deletionTimestamp")))
 
 
 class NodeTrack:
@@ -140,7 +141,7 @@ class RolloutRecorder:
         self._advance()
         if metadata_of(ds).get("uid") != self.ds_uid or self.t0 is None:
             return
-        status = ds.get("status") or {}
+        status: dict[str, Any] = ds.get("status") or {}
         if int(status.get("observedGeneration") or 0) < self.generation:
             return
         try:
@@ -152,12 +153,12 @@ class RolloutRecorder:
             self.done.set()
 
     def _check_victim(self, pod: Obj) -> None:
-        for c in (pod.get("status") or {}).get("conditions") or ():
+        for c in field_of(pod.get("status"), "conditions") or ():
             if c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler":
                 key = f"{metadata_of(pod).get('namespace')}/{metadata_of(pod).get('name')}"
                 if all(v["pod"] != key for v in self.victims):
-                    self.victims.append({"pod": key, "node": (pod.get("spec") or {}).get("nodeName") or "",
-                                         "priority": int((pod.get("spec") or {}).get("priority") or 0),
+                    self.victims.append({"pod": key, "node": field_of(pod.get("spec"), "nodeName") or "",
+                                         "priority": int(field_of(pod.get("spec"), "priority") or 0),
                                          "at": round(self.loop.time() - (self.t0 or 0.0), 6)})
                     self._mark_change()
                 return

@@ -260,7 +260,7 @@ class SchedulerCache:
     # -- namespaces -----------------------------------------------------------------------------
 
     def set_namespace(self, ns: Obj) -> None:
-        md = ns.get("metadata") or {}
+        md: dict[str, Any] = ns.get("metadata") or {}
         self.ns_labels[md.get("name") or ""] = md.get("labels") or {}
 
     def remove_namespace(self, name: str) -> None:

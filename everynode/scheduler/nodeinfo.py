@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.api.quantity import int_value, milli_value
 from everynode.scheduler.podinfo import CPU, MEMORY, HostPort, PodInfo
 
@@ -54,12 +55,12 @@ class NodeInfo:
 
     def set_node(self, node: Obj) -> None:
         self.node = node
-        md = node.get("metadata") or {}
-        spec = node.get("spec") or {}
+        md: dict[str, Any] = node.get("metadata") or {}
+        spec: dict[str, Any] = node.get("spec") or {}
         self.labels: dict[str, str] = md.get("labels") or {}
         self.taints: list[Obj] = spec.get("taints") or []
         self.unschedulable = bool(spec.get("unschedulable"))
-        alloc = (node.get("status") or {}).get("allocatable") or {}
+        alloc = field_of(node.get("status"), "allocatable") or {}
         self.alloc_milli_cpu = _quantity(CPU, alloc[CPU]) if CPU in alloc else 0
         self.alloc_memory = _quantity(MEMORY, alloc[MEMORY]) if MEMORY in alloc else 0
         self.alloc_pods = _quantity("pods", alloc["pods"]) if "pods" in alloc else 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.api.podaffinity import PodAffinityTerms, compile_pod_affinity
 from everynode.api.quantity import int_value, milli_value
 from everynode.api.scheduling import NodeMatcher, compile_required_affinity, pinned_node_name
@@ -53,8 +54,8 @@ class PodInfo:
     )
 
     def __init__(self, pod: Obj) -> None:
-        md = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
+        md: dict[str, Any] = pod.get("metadata") or {}
+        spec: dict[str, Any] = pod.get("spec") or {}
         self.pod = pod
         self.spec = spec
         self.namespace: str = md.get("namespace") or ""
@@ -109,7 +110,7 @@ class PodInfo:
     @property
     def controller_ref(self) -> Obj | None:
         """The ownerReference with ``controller: true`` (upstream ``GetControllerOf``)."""
-        for ref in (self.pod.get("metadata") or {}).get("ownerReferences") or ():
+        for ref in field_of(self.pod.get("metadata"), "ownerReferences") or ():
             if ref.get("controller"):
                 return ref
         return None
@@ -186,7 +187,7 @@ def _candidates(spec: Obj) -> frozenset[str] | None:
     name = pinned_node_name(spec)
     if name is not None:
         return frozenset((name,))
-    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    affinity = field_of(spec.get("affinity"), "nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or ()
     if not terms:

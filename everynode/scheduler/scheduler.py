@@ -43,6 +43,7 @@ from typing import Any
 
 from everynode.api import registry
 from everynode.api.errors import ApiError
+from everynode.api.meta import field_of
 from everynode.api.podaffinity import default_spread_selector
 from everynode.api.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from everynode.client.base import Client
@@ -110,7 +111,7 @@ def spread_selector(pi: PodInfo, services: Iterable[Obj],
         resource = _SPREAD_OWNERS.get((ref.get("apiVersion") or "", ref.get("kind") or ""))
         obj = controller(resource, pi.namespace, ref.get("name") or "") if resource is not None else None
         if obj is not None:
-            selector = (obj.get("spec") or {}).get("selector")
+            selector = field_of(obj.get("spec"), "selector")
             if resource == "replicationcontrollers":
                 owner = selector or None
             else:
@@ -118,7 +119,7 @@ def spread_selector(pi: PodInfo, services: Iterable[Obj],
                     owner = label_selector_from_dict(selector)
                 except SelectorError:
                     owner = None
-    return default_spread_selector(pi.labels, ((svc.get("spec") or {}).get("selector") for svc in services), owner)
+    return default_spread_selector(pi.labels, (field_of(svc.get("spec"), "selector") for svc in services), owner)
 
 
 class Diagnosis:
@@ -235,7 +236,7 @@ class Scheduler(ControllerLifecycle):
         self.cache.set_namespace(new)
 
     def _on_namespace_delete(self, ns: Obj) -> None:
-        self.cache.remove_namespace((ns.get("metadata") or {}).get("name") or "")
+        self.cache.remove_namespace(field_of(ns.get("metadata"), "name") or "")
 
     def default_spread_selector(self, pi: PodInfo) -> LabelSelector:
         """Upstream ``helper.DefaultSelector`` (:func:`spread_selector`) over the informers'
@@ -255,7 +256,7 @@ class Scheduler(ControllerLifecycle):
         self._pod_upsert(new, old)
 
     def _on_pod_delete(self, pod: Obj) -> None:
-        md = pod.get("metadata") or {}
+        md: dict[str, Any] = pod.get("metadata") or {}
         key = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
         self._forget_pending(key)
         node = self.cache.remove_pod(key)
@@ -268,21 +269,21 @@ class Scheduler(ControllerLifecycle):
         self.cache.unnominate(key)
 
     def _pod_upsert(self, pod: Obj, old: Obj | None) -> None:
-        md = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
+        md: Obj = pod.get("metadata") or {}
+        spec: Obj = pod.get("spec") or {}
         key = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
         node_name = spec.get("nodeName")
         queue = self.queue
         if node_name:
             self._forget_pending(key)
-            phase = (pod.get("status") or {}).get("phase")
+            phase = field_of(pod.get("status"), "phase")
             if phase in TERMINAL_PHASES:
                 freed = self.cache.remove_pod(key)
                 if freed is not None and queue is not None:
                     queue.node_changed(freed)
                 return
-            old_spec = old.get("spec") if old is not None else None
-            old_md = (old.get("metadata") or {}) if old is not None else {}
+            old_spec: Obj | None = old.get("spec") if old is not None else None
+            old_md: Obj = (old.get("metadata") or {}) if old is not None else {}
             old_labels = old_md.get("labels")
             labels = md.get("labels")
             if (old_spec is not None and key not in self.cache.assumed and self.cache.has_pod(key)
@@ -327,7 +328,7 @@ class Scheduler(ControllerLifecycle):
                 self._schedule_one(key, pod)
             except Exception:  # a bug must not stop scheduling; the pod is retried
                 log.exception("scheduling %s failed", key)
-                queue.requeue_after_error(key, int((pod.get("spec") or {}).get("priority") or 0))
+                queue.requeue_after_error(key, int(field_of(pod.get("spec"), "priority") or 0))
             done += 1
             if self._binds_in_flight >= self._max_binds:
                 while self._binds_in_flight >= self._max_binds:
@@ -342,7 +343,7 @@ class Scheduler(ControllerLifecycle):
     def _schedule_one(self, key: str, pod: Obj) -> None:
         pi = PodInfo(pod)
         diag = Diagnosis(self.cache.live_count())
-        node = self.find_node(pi, diag, nominated=(pod.get("status") or {}).get("nominatedNodeName") or "")
+        node = self.find_node(pi, diag, nominated=field_of(pod.get("status"), "nominatedNodeName") or "")
         if node is not None:
             self.cache.assume(pi, node.name)
             self._binds_in_flight += 1
@@ -460,7 +461,7 @@ class Scheduler(ControllerLifecycle):
         if diag.num_all_nodes == 0:
             return NO_NODES_AVAILABLE, None, []
         counts = diag.counts()
-        nominated_name = (pi.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated_name = field_of(pi.pod.get("status"), "nominatedNodeName") or ""
         reason = eligible_to_preempt(pi, self.cache.node(nominated_name) if nominated_name else None)
         postfilter = ""
         nominated: str | None = None
@@ -497,7 +498,7 @@ class Scheduler(ControllerLifecycle):
                             on_pod_assigned=pi.has_pod_affinity or bool(pi.spread_constraints))
 
     def _condition_patch(self, pod: Obj, msg: str, nominated: str | None) -> Obj | None:
-        status = pod.get("status") or {}
+        status: dict[str, Any] = pod.get("status") or {}
         current = None
         for c in status.get("conditions") or ():
             if c.get("type") == "PodScheduled":

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from everynode.api.meta import field_of
 from everynode.api.podaffinity import (
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -116,7 +117,7 @@ def taint_toleration_raw(tolerations: Sequence[dict[str, Any]], node: NodeInfo) 
 
 def preferred_node_affinity(pod: PodInfo) -> list[tuple[int, NodeMatcher]]:
     """The pod's weighted preferred node affinity terms, compiled (zero weights dropped)."""
-    affinity = (pod.spec.get("affinity") or {}).get("nodeAffinity") or {}
+    affinity = field_of(pod.spec.get("affinity"), "nodeAffinity") or {}
     out = []
     for term in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
         weight = int(term.get("weight") or 0)

@@ -45,6 +45,7 @@ from collections import deque
 
 import orjson
 
+from everynode.api.meta import field_of
 from everynode.storage.base import (
     ConflictError,
     ExpiredError,
@@ -399,7 +400,7 @@ class MemoryStore(Store):
         current = self._lookup(resource, key)
         if current is None:
             raise NotFoundError(f"{resource} {_display(key)} not found")
-        if expected_uid is not None and current["metadata"].get("uid") != expected_uid:
+        if expected_uid is not None and field_of(current["metadata"], "uid") != expected_uid:
             raise ConflictError(f"{resource} {_display(key)}: uid {expected_uid} does not match "
                                 f"stored uid {current['metadata'].get('uid')}")
         if expected_rv is not None and resource_version_of(current) != expected_rv:

@@ -50,6 +50,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.storage.base import ExpiredError, Obj, Predicate, Watch, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def with_resource_version(obj: Obj, rv: int) -> Obj:
 
 
 def _namespace_of(obj: Obj) -> str:
-    return (obj.get("metadata") or {}).get("namespace") or ""
+    return field_of(obj.get("metadata"), "namespace") or ""
 
 
 class StoreWatcher(Watch):

@@ -11,6 +11,8 @@ def test_key_is_uid_observed_generation_node():
     ds = {"metadata": {"uid": "abc"}, "status": {"observedGeneration": 4}}
     assert failed_pods_backoff_key(ds, "n1") == "abc/4/n1"
     assert failed_pods_backoff_key({"metadata": {"uid": "abc"}}, "n1") == "abc/0/n1"
+    # the controller makes a pass's keys as the key of "" followed by the node's name
+    assert failed_pods_backoff_key(ds, "") + "n1" == failed_pods_backoff_key(ds, "n1")
 
 
 def test_delays_double_up_to_the_maximum():

@@ -38,7 +38,7 @@ import orjson
 from everynode.api import registry, schema
 from everynode.api.errors import ApiError, bad_request, status
 from everynode.api.gojson import go_json
-from everynode.api.meta import deep_copy
+from everynode.api.meta import deep_copy, field_of
 from everynode.api.schema import Node
 from everynode.memo import remember
 
@@ -536,7 +536,7 @@ def _timestamp(now: float | str | datetime) -> str:
 def _entries(obj: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not obj:
         return []
-    return [dict(e) for e in (obj.get("metadata") or {}).get("managedFields") or []]
+    return [dict(e) for e in field_of(obj.get("metadata"), "managedFields") or []]
 
 
 def _identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -693,7 +693,7 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     md = dict(result.get("metadata") or {})
     result["metadata"] = md
     if old and not changed and not removed:
-        kept = (old.get("metadata") or {}).get("managedFields")
+        kept = field_of(old.get("metadata"), "managedFields")
         if kept:
             md["managedFields"] = kept
         else:
@@ -705,7 +705,7 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
     found = False
     # Entries are read, never changed: changed ones are rebuilt, so no copies are needed.
     if old:
-        source = (old.get("metadata") or {}).get("managedFields") or []
+        source = field_of(old.get("metadata"), "managedFields") or []
     else:
         source = [e for e in _entries(new) if e.get("operation") == "Apply"]
     for entry in source:

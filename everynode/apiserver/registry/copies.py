@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from everynode.api import meta as apimeta
+from everynode.api.meta import field_of
 
 Obj = dict[str, Any]
 
@@ -74,7 +75,7 @@ def private_copy(patched: Any, old: Obj, *, restored: tuple[str, ...], status_wr
             shell[key] = None
     md = shell.get("metadata")
     managed = md.get("managedFields") if isinstance(md, dict) else None
-    keep_managed = managed is not None and managed is (old.get("metadata") or {}).get("managedFields")
+    keep_managed = managed is not None and managed is field_of(old.get("metadata"), "managedFields")
     if keep_managed and isinstance(md, dict):
         shell["metadata"] = dict(md, managedFields=None)
     copy: Obj = apimeta.deep_copy(shell)

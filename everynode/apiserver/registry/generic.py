@@ -38,6 +38,7 @@ from everynode.api import errors
 from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.defaults import apply_defaults
+from everynode.api.meta import field_of
 from everynode.api.registry import ResourceType
 from everynode.apiserver.admission import with_token_volume
 from everynode.apiserver.patch import (
@@ -193,7 +194,7 @@ class ResourceStore:
         rt = self.rt
         ctx = self.ctx
         strategy = self.strategy
-        ctx.admission.check_namespace_for_create(rt, obj["metadata"].get("namespace") or "", obj)
+        ctx.admission.check_namespace_for_create(rt, field_of(obj["metadata"], "namespace") or "", obj)
         token_account = await ctx.admission.pod_service_account(rt, obj)
         ctx.admission.admit_create(rt, obj)
         md = obj["metadata"]
@@ -284,7 +285,7 @@ class ResourceStore:
             body = borrowed_copy(body, old, restored=self.strategy.restored_fields(subresource),
                                   status_write=subresource == "status")
         obj = decode(rt, ns, body, opts, known=old)
-        body_name = obj["metadata"].get("name") or ""
+        body_name = field_of(obj["metadata"], "name") or ""
         if body_name != name:
             raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the "
                                      f"URL ({name})")
@@ -324,7 +325,7 @@ class ResourceStore:
             errs = sub.validate_update(rt, new, old)
         if errs:
             raise invalid(rt, name, errs)
-        md["resourceVersion"] = old["metadata"].get("resourceVersion")
+        md["resourceVersion"] = field_of(old["metadata"], "resourceVersion")
         if managed_fields_done:
             pass
         elif ctx.managed_fields:
@@ -335,7 +336,7 @@ class ResourceStore:
             new = record_managed_fields(old, new, manager=manager(opts), operation="Update", now=ctx.now(),
                                         api_version=rt.api_version, kind=rt.kind, subresource=subresource)
         else:  # a server that keeps none (context.py): the stored entries (a server-side apply's) stay
-            kept = old["metadata"].get("managedFields")
+            kept = field_of(old["metadata"], "managedFields")
             if kept is None:
                 md.pop("managedFields", None)
             else:
@@ -354,7 +355,7 @@ class ResourceStore:
             finish(True)
         if strategy.should_delete_during_update(stored, old):
             try:
-                deleted = await ctx.store.delete(rt.key, stored["metadata"].get("namespace") or "", name)
+                deleted = await ctx.store.delete(rt.key, field_of(stored["metadata"], "namespace") or "", name)
             except NotFoundError:
                 return stored
             strategy.after_delete(deleted)
@@ -390,7 +391,7 @@ class ResourceStore:
             new = decode(rt, ns, patched, opts, source="patch", known=old)
             _check_patched_name(new, name)
             apply_defaults(rt.key, new)
-            explicit_rv = new["metadata"].get("resourceVersion") != old["metadata"].get("resourceVersion")
+            explicit_rv = field_of(new["metadata"], "resourceVersion") != field_of(old["metadata"], "resourceVersion")
             try:
                 return await self.update_existing(new, old, subresource, opts), False
             except errors.ApiError as e:
@@ -615,7 +616,7 @@ class ResourceStore:
 
 
 def _check_patched_name(obj: Obj, name: str) -> None:
-    patched_name = obj["metadata"].get("name") or ""
+    patched_name = field_of(obj["metadata"], "name") or ""
     if patched_name != name:
         raise errors.bad_request(f"the name of the object ({patched_name}) does not match the name on the "
                                  f"URL ({name})")

@@ -14,6 +14,7 @@ from typing import Any
 
 from everynode.api import errors
 from everynode.api import field_errors as fielderr
+from everynode.api.meta import field_of
 from everynode.api.rbac import UserInfo
 from everynode.api.registry import ResourceType
 from everynode.api.selectable_fields import check_field_selector, selectable_fields
@@ -127,14 +128,14 @@ def selection_predicate(rt: ResourceType, label_selector: str | None,
     if fields is None:
         assert labels is not None  # one of the two is set (returned above otherwise)
         label_match = labels.matches
-        return (lambda obj: label_match(obj["metadata"].get("labels"))), exact_name
+        return (lambda obj: label_match(field_of(obj["metadata"], "labels"))), exact_name
     field_match = fields.matches
     if labels is None:
         return (lambda obj: field_match(selectable_fields(key, obj))), exact_name
     label_match = labels.matches
 
     def both(obj: Obj) -> bool:
-        return label_match(obj["metadata"].get("labels")) and field_match(selectable_fields(key, obj))
+        return label_match(field_of(obj["metadata"], "labels")) and field_match(selectable_fields(key, obj))
 
     return both, exact_name
 

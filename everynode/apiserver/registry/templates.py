@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from everynode.api import errors
-from everynode.api.meta import deep_copy, generate_name
+from everynode.api.meta import deep_copy, field_of, generate_name
 from everynode.api.typecheck import check_object
 from everynode.apiserver.admission import with_token_volume
 from everynode.apiserver.patch.apply import created_members, with_members, without_members
@@ -155,7 +155,7 @@ class TemplateCreates:
         spec = obj.get("spec")
         if type(spec) is not dict:
             return
-        entries = obj["metadata"].get("managedFields") or []
+        entries = field_of(obj["metadata"], "managedFields") or []
         entry: Obj | None = None
         fields_v1: Obj | None = None
         if self.store.ctx.managed_fields or entries:

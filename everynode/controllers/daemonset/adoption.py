@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from everynode.api.errors import ApiError
-from everynode.api.meta import controller_ref, make_controller_ref
+from everynode.api.meta import controller_ref, field_of, make_controller_ref
 from everynode.api.selectors import LabelSelector
 from everynode.client.base import Client
 
@@ -50,12 +50,12 @@ def aggregate_message(errors: list[Exception]) -> str:
 
 def adopt_patch(owner: Obj, obj: Obj, *, owner_kind: str = "DaemonSet") -> Obj:
     return {"metadata": {"ownerReferences": [make_controller_ref(owner, api_version="apps/v1", kind=owner_kind)],
-                         "uid": obj["metadata"].get("uid")}}
+                         "uid": field_of(obj["metadata"], "uid")}}
 
 
 def release_patch(owner: Obj, obj: Obj) -> Obj:
-    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner["metadata"].get("uid")}],
-                         "uid": obj["metadata"].get("uid")}}
+    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": field_of(owner["metadata"], "uid")}],
+                         "uid": field_of(obj["metadata"], "uid")}}
 
 
 class Claimer:
@@ -85,7 +85,7 @@ class Claimer:
             md = self.owner["metadata"]
             try:
                 fresh = await self.client.get(self.owner_resource, md["name"], namespace=self.namespace)
-                fmd = fresh.get("metadata") or {}
+                fmd: dict[str, Any] = fresh.get("metadata") or {}
                 if fmd.get("uid") != self.uid:
                     raise ValueError(f"original {self.owner_kind} {self.namespace}/{md['name']} is gone: got uid "
                                      f"{fmd.get('uid')}, wanted {self.uid}")
@@ -99,7 +99,7 @@ class Claimer:
 
     def classify(self, obj: Obj) -> str:
         """``"claimed"``, ``"release"``, ``"adopt"`` or ``"ignore"`` (no I/O)."""
-        md = obj.get("metadata") or {}
+        md: dict[str, Any] = obj.get("metadata") or {}
         ref = controller_ref(obj)
         if ref is not None:
             if ref.get("uid") != self.uid:

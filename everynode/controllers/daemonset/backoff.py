@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from everynode.api.meta import field_of
+
 INITIAL_DELAY = 1.0
 MAX_DELAY = 15 * 60.0
 GC_INTERVAL = 60.0  # BackoffGCInterval
 
 
 def failed_pods_backoff_key(ds: dict[str, Any], node_name: str) -> str:
-    uid = (ds.get("metadata") or {}).get("uid") or ""
-    observed = int((ds.get("status") or {}).get("observedGeneration") or 0)
+    uid = field_of(ds.get("metadata"), "uid") or ""
+    observed = int(field_of(ds.get("status"), "observedGeneration") or 0)
     return f"{uid}/{observed}/{node_name}"
 
 

@@ -75,7 +75,7 @@ from typing import Any
 
 from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
 from everynode.api.errors import ApiError, is_namespace_terminating
-from everynode.api.meta import controller_ref, key_of, resource_version
+from everynode.api.meta import controller_ref, field_of, key_of, resource_version
 from everynode.api.pod import is_pod_ready
 from everynode.api.selectors import LabelSelector, label_selector_from_dict, selecting
 from everynode.client.base import Client
@@ -338,17 +338,18 @@ class DaemonSetController(ControllerLifecycle):
 
     def _resolve(self, namespace: str, ref: Mapping[str, Any]) -> Obj | None:
         """``resolveControllerRef``: the cached DaemonSet named by the ref, if the UID matches."""
-        if ref.get("kind") != "DaemonSet":
+        if field_of(ref, "kind") != "DaemonSet":
             return None
-        ds = self.ds_informer.get(f"{namespace}/{ref.get('name')}" if namespace else str(ref.get("name")))
-        if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
+        name = field_of(ref, "name")
+        ds = self.ds_informer.get(f"{namespace}/{name}" if namespace else str(name))
+        if ds is None or field_of(ds["metadata"], "uid") != field_of(ref, "uid"):
             return None
         return ds
 
     def _selector(self, ds: Obj) -> LabelSelector | None:
         """The DaemonSet's parsed selector (cached per UID and spec), None if empty/invalid."""
         md = ds["metadata"]
-        raw = (ds.get("spec") or {}).get("selector")
+        raw = field_of(ds.get("spec"), "selector")
         hit = self._selectors.get(md.get("uid") or "")
         if hit is not None and hit[0] is raw:
             return hit[1]
@@ -364,7 +365,7 @@ class DaemonSetController(ControllerLifecycle):
     def _matching_daemonsets(self, obj: Obj) -> list[Obj]:
         """``GetPodDaemonSets`` / ``GetHistoryDaemonSets``: DaemonSets of the namespace whose
         selector matches the object's labels (none for an object without labels, as upstream)."""
-        md = obj.get("metadata") or {}
+        md: dict[str, Any] = obj.get("metadata") or {}
         return selecting(self.ds_informer.by_index(NAMESPACE_INDEX, md.get("namespace") or ""), md.get("labels"),
                          self._selector)
 
@@ -395,14 +396,14 @@ class DaemonSetController(ControllerLifecycle):
         self.enqueue(ds)
 
     def _update_ds(self, old: Obj, cur: Obj) -> None:
-        if old["metadata"].get("uid") != cur["metadata"].get("uid"):
+        if field_of(old["metadata"], "uid") != field_of(cur["metadata"], "uid"):
             self._delete_ds(old)
         self.enqueue(cur)
 
     def _delete_ds(self, ds: Obj) -> None:
         key = key_of(ds)
         self.expectations.delete_expectations(key)
-        uid = ds["metadata"].get("uid") or ""
+        uid = field_of(ds["metadata"], "uid") or ""
         self._selectors.pop(uid, None)
         self._placements.pop(uid, None)
         self._last_progress.pop(uid, None)
@@ -452,13 +453,13 @@ class DaemonSetController(ControllerLifecycle):
 
     def _add_pod(self, pod: Obj) -> None:
         self._index_pod(pod)
-        if pod["metadata"].get("deletionTimestamp"):
+        if field_of(pod["metadata"], "deletionTimestamp"):
             # A pod that shows up already terminating is not a creation observation.
             self._pod_gone(pod)
             return
         ref = controller_ref(pod)
         if ref is not None:
-            ds = self._resolve(pod["metadata"].get("namespace") or "", ref)
+            ds = self._resolve(field_of(pod["metadata"], "namespace") or "", ref)
             if ds is None:
                 return
             self.expectations.creation_observed(key_of(ds))
@@ -467,7 +468,7 @@ class DaemonSetController(ControllerLifecycle):
         daemonsets = self._matching_daemonsets(pod)
         if len(daemonsets) > 1:
             log.warning("user error! more than one daemon is selecting pods with labels: %s",
-                        pod["metadata"].get("labels"))
+                        field_of(pod["metadata"], "labels"))
         self._mark_orphan(pod, daemonsets)
         for ds in daemonsets:
             self.enqueue(ds)
@@ -478,7 +479,7 @@ class DaemonSetController(ControllerLifecycle):
         Returns (current controller ref, current owner or None, whether the ref changed)."""
         cur_ref, old_ref = controller_ref(cur), controller_ref(old)
         ref_changed = cur_ref != old_ref
-        namespace = cur["metadata"].get("namespace") or ""
+        namespace = field_of(cur["metadata"], "namespace") or ""
         if ref_changed and old_ref is not None:
             previous = self._resolve(namespace, old_ref)
             if previous is not None:
@@ -489,10 +490,10 @@ class DaemonSetController(ControllerLifecycle):
         return cur_ref, ds, ref_changed
 
     def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if old["metadata"].get("resourceVersion") == cur["metadata"].get("resourceVersion"):
+        if field_of(old["metadata"], "resourceVersion") == field_of(cur["metadata"], "resourceVersion"):
             return  # periodic resync
         self._index_pod(cur)
-        if cur["metadata"].get("deletionTimestamp"):
+        if field_of(cur["metadata"], "deletionTimestamp"):
             # Graceful deletion started: count it as observed and let manage react now.
             self._pod_gone(cur)
             return
@@ -508,7 +509,7 @@ class DaemonSetController(ControllerLifecycle):
         daemonsets = self._matching_daemonsets(cur)
         if not daemonsets:
             return
-        if ref_changed or (old["metadata"].get("labels") or {}) != (cur["metadata"].get("labels") or {}):
+        if ref_changed or (field_of(old["metadata"], "labels") or {}) != (field_of(cur["metadata"], "labels") or {}):
             self._mark_orphan(cur, daemonsets)
             for ds in daemonsets:
                 self.enqueue(ds)
@@ -521,7 +522,7 @@ class DaemonSetController(ControllerLifecycle):
         ref = controller_ref(pod)
         if ref is None:
             return  # no controller cares about orphans being deleted
-        ds = self._resolve(pod["metadata"].get("namespace") or "", ref)
+        ds = self._resolve(field_of(pod["metadata"], "namespace") or "", ref)
         if ds is None:
             return
         self.expectations.deletion_observed(key_of(ds))
@@ -545,8 +546,8 @@ class DaemonSetController(ControllerLifecycle):
 
     def _update_node(self, old: Obj, cur: Obj) -> None:
         # Baseline upstream: only label and taint changes can change what a DaemonSet wants.
-        if (old["metadata"].get("labels") or {}) == (cur["metadata"].get("labels") or {}) and \
-                ((old.get("spec") or {}).get("taints") or []) == ((cur.get("spec") or {}).get("taints") or []):
+        if (field_of(old["metadata"], "labels") or {}) == (field_of(cur["metadata"], "labels") or {}) and \
+                (field_of(old.get("spec"), "taints") or []) == (field_of(cur.get("spec"), "taints") or []):
             return
         name = cur["metadata"]["name"]
         for ds in self.ds_informer.list():
@@ -576,7 +577,7 @@ class DaemonSetController(ControllerLifecycle):
     # ------------------------------------------------------------------------------------------
 
     def _add_revision(self, rev: Obj) -> None:
-        if rev["metadata"].get("deletionTimestamp"):
+        if field_of(rev["metadata"], "deletionTimestamp"):
             self._delete_revision(rev)
             return
         ref = controller_ref(rev)
@@ -587,21 +588,21 @@ class DaemonSetController(ControllerLifecycle):
             self.enqueue(ds)
 
     def _update_revision(self, old: Obj, cur: Obj) -> None:
-        if old["metadata"].get("resourceVersion") == cur["metadata"].get("resourceVersion"):
+        if field_of(old["metadata"], "resourceVersion") == field_of(cur["metadata"], "resourceVersion"):
             return
         cur_ref, _ds, ref_changed = self._enqueue_owners(old, cur)
         if cur_ref is not None:
             return
-        if ref_changed or (old["metadata"].get("labels") or {}) != (cur["metadata"].get("labels") or {}):
+        if ref_changed or (field_of(old["metadata"], "labels") or {}) != (field_of(cur["metadata"], "labels") or {}):
             for ds in self._matching_daemonsets(cur):
                 self.enqueue(ds)
 
     def _delete_revision(self, rev: Obj) -> None:
-        self.data_cache.forget(rev["metadata"].get("uid") or "")
+        self.data_cache.forget(field_of(rev["metadata"], "uid") or "")
         ref = controller_ref(rev)
         if ref is None:
             return
-        ds = self._resolve(rev["metadata"].get("namespace") or "", ref)
+        ds = self._resolve(field_of(rev["metadata"], "namespace") or "", ref)
         if ds is not None:
             self.enqueue(ds)
 
@@ -667,12 +668,12 @@ class DaemonSetController(ControllerLifecycle):
             self.expectations.delete_expectations(key)
             self._drop_state(key)
             return
-        spec = ds.get("spec") or {}
+        spec: dict[str, Any] = ds.get("spec") or {}
         if _selects_all(spec.get("selector")):
             self.recorder.event(ds, "Warning", SELECTING_ALL,
                                 "This daemon set is selecting all pods. A non-empty selector is required.")
             return
-        if ds["metadata"].get("deletionTimestamp"):
+        if field_of(ds["metadata"], "deletionTimestamp"):
             return  # status cannot be computed reliably while dependents are being collected
         selector = self._selector(ds)
         if selector is None:
@@ -684,7 +685,7 @@ class DaemonSetController(ControllerLifecycle):
             cur, old = await self._construct_history(ds, state)
         except Exception as e:
             raise SyncError(f"failed to construct revisions of DaemonSet: {e}") from e
-        hash_ = ((cur.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or ""
+        hash_ = (field_of(cur.get("metadata"), "labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or ""
 
         try:
             await self._claim_pods(ds, state)
@@ -752,7 +753,7 @@ class DaemonSetController(ControllerLifecycle):
 
     async def _claim_pods(self, ds: Obj, state: DaemonSetState) -> None:
         if state.full_claim:
-            namespace = ds["metadata"].get("namespace") or ""
+            namespace = field_of(ds["metadata"], "namespace") or ""
             candidates: list[Obj] = self.pod_informer.by_index(NAMESPACE_INDEX, namespace)
             state.full_claim = False
         else:
@@ -840,8 +841,8 @@ class DaemonSetController(ControllerLifecycle):
         if len(old) <= revision_history_limit(ds):
             return
         sel = state.selector
-        live = {h for p in self.pod_index.placed(state.uid) if sel.matches(p["metadata"].get("labels"))
-                and (h := (p["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL))}
+        live = {h for p in self.pod_index.placed(state.uid) if sel.matches(field_of(p["metadata"], "labels"))
+                and (h := field_of(field_of(p["metadata"], "labels"), CONTROLLER_REVISION_HASH_LABEL))}
         await cleanup_history(self.client, ds, old, live)
 
     # ------------------------------------------------------------------------------------------
@@ -888,8 +889,8 @@ class DaemonSetController(ControllerLifecycle):
         creates one pod, and copying the template with its tolerations for it cost as much as
         the rest of the sync's own work.  Nothing changes the template: each pod is a new object
         made from it, copied on its way into the API."""
-        uid = ds["metadata"].get("uid") or ""
-        source = (ds.get("spec") or {}).get("template")
+        uid = field_of(ds["metadata"], "uid") or ""
+        source = field_of(ds.get("spec"), "template")
         generation = template_generation(ds)
         made = self._templates.get(uid)
         if made is not None and made[0] is source and made[1] == generation and made[2] == hash_:
@@ -921,7 +922,7 @@ class DaemonSetController(ControllerLifecycle):
 
     async def _delete_pod_named(self, ds: Obj, key: str, name: str) -> Exception | None:
         try:
-            await self.client.delete(PODS, name, namespace=ds["metadata"].get("namespace") or "")
+            await self.client.delete(PODS, name, namespace=field_of(ds["metadata"], "namespace") or "")
         except ApiError as e:
             self.expectations.deletion_observed(key)
             if e.code == 404:
@@ -946,7 +947,7 @@ class DaemonSetController(ControllerLifecycle):
         counts = state.counts.copy()
         ds = self._status_baseline(ds)
         md = ds["metadata"]
-        status = ds.get("status") or {}
+        status: dict[str, Any] = ds.get("status") or {}
         observed = int(md.get("generation") or 0) if update_observed_generation \
             else int(status.get("observedGeneration") or 0)
         uid = md.get("uid") or ""
@@ -993,12 +994,12 @@ class DaemonSetController(ControllerLifecycle):
         requests and nothing else: the distinct statuses written, and so every watch event, are
         the same.  Only resourceVersion equality is used (opaque on a real cluster): any newer
         cached version, ours or anyone's, is the baseline again."""
-        uid = ds["metadata"].get("uid") or ""
+        uid = field_of(ds["metadata"], "uid") or ""
         entry = self._written_status.get(uid)
         if entry is None:
             return ds
         cached_rv, written = entry
-        if cached_rv == str(ds["metadata"].get("resourceVersion") or ""):
+        if cached_rv == str(field_of(ds["metadata"], "resourceVersion") or ""):
             return written
         del self._written_status[uid]
         return ds

@@ -65,7 +65,7 @@ def daemon_pod(ds: Obj, template: Obj, node_name: str) -> Obj | None:
     controller, and the node pin in place of the required node affinity.  None when the template
     has no labels (upstream refuses to create such pods)."""
     md = ds["metadata"]
-    tmd = template.get("metadata") or {}
+    tmd: dict[str, Any] = template.get("metadata") or {}
     labels = dict(tmd.get("labels") or {})
     if not labels:
         return None
@@ -84,7 +84,7 @@ def daemon_pod(ds: Obj, template: Obj, node_name: str) -> Obj | None:
 def pod_template_for(ds: Obj, hash_: str) -> Obj:
     """``CreatePodTemplate``: a private copy of the template with the default tolerations and the
     ``pod-template-generation`` / ``controller-revision-hash`` labels."""
-    template = deep_copy((ds.get("spec") or {}).get("template") or {})
+    template = deep_copy(field_of(ds.get("spec"), "template") or {})
     spec = template.setdefault("spec", {})
     spec["tolerations"] = with_daemon_tolerations(spec.get("tolerations"), host_network=bool(spec.get("hostNetwork")))
     metadata = template.setdefault("metadata", {})
@@ -104,27 +104,39 @@ class TargetNodeError(ValueError):
 
 
 def target_node_name(pod: Mapping[str, Any]) -> str:
-    """``GetTargetNodeName``: ``spec.nodeName``, else the ``metadata.name`` matchFields pin."""
-    spec = pod.get("spec") or {}
-    if spec.get("nodeName"):
-        return spec["nodeName"]
-    md = pod.get("metadata") or {}
-    ref = f"{md.get('namespace') or ''}/{md.get('name') or ''}"
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
+    """``GetTargetNodeName``: ``spec.nodeName``, else the ``metadata.name`` matchFields pin.
+
+    (Read through typed locals and ``field_of``: every informer handler of a DaemonSet's pods
+    asks this, and ``.get`` on a value of unknown type is a method call by name.)"""
+    spec: Obj = field_of(pod, "spec") or {}
+    node_name = spec.get("nodeName")
+    if node_name:
+        result: str = node_name
+        return result
+    required = field_of(field_of(spec.get("affinity"), "nodeAffinity"),
+                        "requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
-        raise TargetNodeError(f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {ref}")
-    terms = required.get("nodeSelectorTerms") or []
+        raise TargetNodeError("no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution "
+                              f"for pod {_ref(pod)}")
+    terms = field_of(required, "nodeSelectorTerms") or []
     if not terms:
-        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {ref}")
+        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {_ref(pod)}")
     for term in terms:
-        for req in (term or {}).get("matchFields") or ():
-            if req.get("key") == OBJECT_NAME_FIELD and req.get("operator") == "In":
-                values = req.get("values") or []
+        for req in field_of(term, "matchFields") or ():
+            if field_of(req, "key") == OBJECT_NAME_FIELD and field_of(req, "operator") == "In":
+                values = field_of(req, "values") or []
                 if len(values) != 1:
-                    raise TargetNodeError(f"the matchFields value of '{OBJECT_NAME_FIELD}' is not unique for pod {ref}")
-                return values[0]
-    raise TargetNodeError(f"no node name found for pod {ref}")
+                    raise TargetNodeError(f"the matchFields value of '{OBJECT_NAME_FIELD}' is not unique "
+                                          f"for pod {_ref(pod)}")
+                value: str = values[0]
+                return value
+    raise TargetNodeError(f"no node name found for pod {_ref(pod)}")
+
+
+def _ref(pod: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a pod, for an error's words."""
+    md = field_of(pod, "metadata") or {}
+    return f"{md.get('namespace') or ''}/{md.get('name') or ''}"
 
 
 def target_node_or_none(pod: Mapping[str, Any]) -> str | None:
@@ -140,12 +152,12 @@ def target_node_or_none(pod: Mapping[str, Any]) -> str | None:
 
 def pod_hash(pod: Mapping[str, Any]) -> str | None:
     """The revision hash a pod carries (its ``controller-revision-hash`` label), if any."""
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
+    return (field_of(pod.get("metadata"), "labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
 
 
 def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
     """``IsPodUpdated``: the pod carries the current hash, or the current template generation."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
+    labels: Obj = field_of(field_of(pod, "metadata"), "labels") or {}
     if hash_ and labels.get(CONTROLLER_REVISION_HASH_LABEL) == hash_:
         return True
     return generation is not None and labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
@@ -153,9 +165,9 @@ def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -
 
 def oldest_first_key(pod: Obj) -> tuple[bool, float, str]:
     """``podByCreationTimestampAndPhase``: bound before unbound, then creationTimestamp, then name."""
-    md = pod.get("metadata") or {}
+    md: dict[str, Any] = pod.get("metadata") or {}
     ts = md.get("creationTimestamp")
-    return (not (pod.get("spec") or {}).get("nodeName"), timestamp_seconds(ts) if ts else -math.inf, md.get("name") or "")
+    return (not field_of(pod.get("spec"), "nodeName"), timestamp_seconds(ts) if ts else -math.inf, md.get("name") or "")
 
 
 def sort_oldest_first(pods: Iterable[Obj]) -> list[Obj]:

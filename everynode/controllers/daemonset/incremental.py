@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from everynode.api.meta import controller_ref
+from everynode.api.meta import controller_ref, field_of
 from everynode.api.selectors import LabelSelector
 from everynode.controllers.daemonset.daemonpods import is_pod_updated, target_node_or_none
 from everynode.controllers.daemonset.manage import PendingCreates
@@ -29,8 +29,8 @@ Obj = dict[str, Any]
 
 def terminal_and_deleted(pod: Obj) -> bool:
     """A pod that has finished and is being deleted: upstream leaves it out of a node's pods."""
-    return bool(pod["metadata"].get("deletionTimestamp")) and \
-        (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+    return bool(field_of(pod["metadata"], "deletionTimestamp")) and \
+        field_of(pod.get("status"), "phase") in ("Failed", "Succeeded")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,13 +166,13 @@ def node_pods(index: PodIndex, state: DaemonSetState, node: str) -> list[Obj]:
     """The claimed pods targeting ``node``, terminal pods with a deletionTimestamp excluded."""
     sel = state.selector
     return [p for p in index.on_node(state.uid, node)
-            if sel.matches(p["metadata"].get("labels")) and not terminal_and_deleted(p)]
+            if sel.matches(field_of(p["metadata"], "labels")) and not terminal_and_deleted(p)]
 
 
 def claimed_pods(index: PodIndex, state: DaemonSetState) -> list[Obj]:
     """``getDaemonPods``: every claimed pod, with or without a target node."""
     sel = state.selector
-    return [p for p in index.all(state.uid) if sel.matches(p["metadata"].get("labels"))]
+    return [p for p in index.all(state.uid) if sel.matches(field_of(p["metadata"], "labels"))]
 
 
 def refresh(index: PodIndex, state: DaemonSetState, *, hash_: str, generation: int | None, min_ready: int,
@@ -209,7 +209,7 @@ def refresh(index: PodIndex, state: DaemonSetState, *, hash_: str, generation: i
             state.pending_available[node] = contrib.available_at
         else:
             state.pending_available.pop(node, None)
-        old = sum(1 for p in pods if not p["metadata"].get("deletionTimestamp")
+        old = sum(1 for p in pods if not field_of(p["metadata"], "deletionTimestamp")
                   and not is_pod_updated(p, hash_, generation))
         prev_old = state.old_by_node.get(node, 0)
         if old:

@@ -14,6 +14,7 @@ import heapq
 from collections.abc import Sequence
 from typing import Any
 
+from everynode.api.meta import field_of
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.backoff import Backoff
 from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, sort_oldest_first
@@ -63,7 +64,7 @@ def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: 
             md = pod["metadata"]
             if md.get("deletionTimestamp"):
                 continue
-            phase = (pod.get("status") or {}).get("phase")
+            phase = field_of(pod.get("status"), "phase")
             if phase == "Failed":
                 # The kubelet may keep rejecting the pod: do not hot-loop.
                 out.steady = False
@@ -93,7 +94,7 @@ def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: 
             oldest_new: Obj | None = None
             oldest_old: Obj | None = None
             for pod in sort_oldest_first(running):
-                if ((pod["metadata"].get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)) == hash_:
+                if (field_of(field_of(pod["metadata"], "labels"), CONTROLLER_REVISION_HASH_LABEL)) == hash_:
                     if oldest_new is None:
                         oldest_new = pod
                         continue
@@ -109,7 +110,7 @@ def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: 
                 else:
                     out.steady = False  # waiting for the new pod to become available
     elif exists:
-        out.delete.extend(_name(p) for p in pods if not p["metadata"].get("deletionTimestamp"))
+        out.delete.extend(_name(p) for p in pods if not field_of(p["metadata"], "deletionTimestamp"))
     if out.create or out.delete or out.requeue_after is not None:
         out.steady = False
     return out
@@ -118,7 +119,7 @@ def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: 
 def unscheduled_pods_on_missing_node(pods: Sequence[Obj]) -> list[str]:
     """``getUnscheduledPodsWithoutNode`` for one vanished node: its unbound pods (pod GC cannot
     delete pods that were never scheduled)."""
-    return [_name(p) for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    return [_name(p) for p in pods if not field_of(p.get("spec"), "nodeName")]
 
 
 class PendingCreates:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from everynode.api.meta import field_of
 from everynode.api.node import (
     TAINT_NODE_DISK_PRESSURE,
     TAINT_NODE_MEMORY_PRESSURE,
@@ -105,11 +106,11 @@ class Placement:
     __slots__ = ("template_node_name", "affinity_spec", "tolerations", "_trivial_affinity")
 
     def __init__(self, ds: Mapping[str, Any]) -> None:
-        spec = (((ds.get("spec") or {}).get("template") or {}).get("spec")) or {}
+        spec = ((field_of(ds.get("spec"), "template") or {}).get("spec")) or {}
         self.template_node_name: str = spec.get("nodeName") or ""
         self.tolerations: list[Obj] = with_daemon_tolerations(spec.get("tolerations"),
                                                               host_network=bool(spec.get("hostNetwork")))
-        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        affinity = field_of(spec.get("affinity"), "nodeAffinity") or {}
         required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         self.affinity_spec: Obj = {"nodeSelector": spec.get("nodeSelector") or {},
                                    "affinity": {"nodeAffinity": {
@@ -128,7 +129,7 @@ class Placement:
         """The decision of :meth:`evaluate` with the row that decided it (for ``everynode why``):
         ``failed`` is ``""`` (fits), ``"nodeName"`` (row 1), ``"affinity"`` (row 2: nodeSelector or
         required node affinity) or ``"taint"`` (rows 3-5, ``taint`` the first untolerated one)."""
-        name = (node.get("metadata") or {}).get("name") or ""
+        name = field_of(node.get("metadata"), "name") or ""
         # Row 1: the template names another node.
         if self.template_node_name and self.template_node_name != name:
             return _FIT_NODE_NAME
@@ -140,7 +141,7 @@ class Placement:
                 fits = False
             if not fits:
                 return _FIT_AFFINITY
-        taints = (node.get("spec") or {}).get("taints") or ()
+        taints = field_of(node.get("spec"), "taints") or ()
         if not taints:
             return _FITS
         # Rows 3-5: taints.  PreferNoSchedule is ignored; tolerationSeconds is irrelevant.

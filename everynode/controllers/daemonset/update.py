@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from everynode.api.daemonset import min_ready_seconds
+from everynode.api.meta import field_of
 from everynode.api.pod import available_at, is_pod_available
 from everynode.controllers.daemonset.budgets import update_budgets
 from everynode.controllers.daemonset.daemonpods import is_pod_updated, template_generation
@@ -54,7 +55,7 @@ def find_updated_pods_on_node(pods: Sequence[Obj], hash_: str, generation: int |
     new_pod: Obj | None = None
     old_pod: Obj | None = None
     for pod in pods:
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if field_of(pod.get("metadata"), "deletionTimestamp"):
             continue
         if is_pod_updated(pod, hash_, generation):
             if new_pod is not None:
@@ -270,18 +271,16 @@ class RolloutIndex:
         self.unavailable += sign * r.unavailable
         self.surging += sign * r.surging
         self.available += sign * r.available
-        for name in _LISTED:
-            value = getattr(r, name)
-            if value:
-                if sign > 0:
-                    self._lists[name].put(node, value if isinstance(value, str) else node)
-                else:
-                    self._lists[name].discard(node)
-        if r.missing:
-            if sign > 0:
-                self._missing.put(node, node)
-            else:
-                self._missing.discard(node)
+        # One line per list of _LISTED, each read as an attribute (``getattr`` by name cost more
+        # than the rest of the accounting).
+        lists = self._lists
+        _mark(lists["replace"], node, r.replace, sign)
+        _mark(lists["candidate"], node, r.candidate, sign)
+        _mark(lists["delete_old"], node, r.delete_old, sign)
+        _mark(lists["delete_if_surplus"], node, r.delete_if_surplus, sign)
+        _mark(lists["create_now"], node, node if r.create_now else None, sign)
+        _mark(lists["create_candidate"], node, node if r.create_candidate else None, sign)
+        _mark(self._missing, node, node if r.missing else None, sign)
 
     def plan(self, ds: Obj) -> RollingUpdatePlan:
         try:
@@ -311,6 +310,16 @@ class RolloutIndex:
 
 
 _LISTED = ("replace", "candidate", "delete_old", "delete_if_surplus", "create_now", "create_candidate")
+
+
+def _mark(names: _SortedNames, node: str, value: str | None, sign: int) -> None:
+    """A node's entry in one list: ``value`` (the pod to delete, or the node) put in when the
+    record is added (``sign`` 1), taken out when it is withdrawn (-1); nothing when empty."""
+    if value:
+        if sign > 0:
+            names.put(node, value)
+        else:
+            names.discard(node)
 
 
 def plan_rolling_update(ds: Obj, *, hash_: str, node_eligibility: Mapping[str, bool],
