@@ -52,6 +52,7 @@ from everynode.apiserver.registry.options import RequestOptions
 from everynode.apiserver.registry.table import Registry, builtin_stores
 from everynode.apiserver.serviceaccount_tokens import TokenIssuer, load_or_create_key
 from everynode.clock import Clock
+from everynode.compiled import mypyc_attr
 from everynode.storage.base import Predicate, Store, WatchEvent
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ CLUSTER_ROLE_BINDINGS = resource("clusterrolebindings.rbac.authorization.k8s.io"
 SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+@mypyc_attr(native_class=False)  # an ordinary class with compiled methods: tests replace one on an instance
 class ApiService:
     def __init__(self, store: Store, *, clock: Clock, bookmark_interval: float = 60.0,
                  authorization: str = ALWAYS_ALLOW, service_account_key_dir: Path | None = None,
@@ -96,12 +98,8 @@ class ApiService:
 
     @property
     def bookmark_interval(self) -> float:
-        """Seconds between watch bookmarks on a quiet watch (every resource's)."""
+        """Seconds between watch bookmarks on a quiet watch (every resource's; set on ``context``)."""
         return self.context.bookmark_interval
-
-    @bookmark_interval.setter
-    def bookmark_interval(self, value: float) -> None:
-        self.context.bookmark_interval = value
 
     def storage(self, rt: ResourceType) -> ResourceStore:
         return self.registry.storage(rt)

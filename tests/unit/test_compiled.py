@@ -107,12 +107,15 @@ def test_no_listed_module_awaits_in_finally_or_except() -> None:
 
 
 def _opens_to_subclasses(node: ast.ClassDef) -> bool:
-    """Whether the class is decorated ``@mypyc_attr(allow_interpreted_subclasses=True)``."""
+    """Whether the class is decorated ``@mypyc_attr(allow_interpreted_subclasses=True)``, or
+    ``@mypyc_attr(native_class=False)`` (an ordinary Python class with compiled methods)."""
     for deco in node.decorator_list:
         if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "mypyc_attr":
             for kw in deco.keywords:
                 if kw.arg == "allow_interpreted_subclasses" and isinstance(kw.value, ast.Constant) \
                         and kw.value.value is True:
+                    return True
+                if kw.arg == "native_class" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
                     return True
     return False
 

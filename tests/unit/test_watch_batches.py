@@ -299,7 +299,7 @@ async def test_initial_events_come_in_bounded_batches_and_flatten_to_watch(api: 
 
 
 async def test_bookmark_watch_waits_without_extra_tasks(api: ApiService) -> None:
-    api.bookmark_interval = 0.05
+    api.context.bookmark_interval = 0.05
     events = api.watch(PODS, "default", allow_bookmarks=True)
     tasks_before = len(asyncio.all_tasks())
     pending = asyncio.ensure_future(events.__anext__())
@@ -332,7 +332,7 @@ async def test_a_watch_without_batching_still_streams_events_and_bookmarks(
     store = api.store
     plain_watch = store.watch
     monkeypatch.setattr(store, "watch", lambda *a, **kw: IterateOnly(plain_watch(*a, **kw)))
-    api.bookmark_interval = 0.05
+    api.context.bookmark_interval = 0.05
     events = api.watch(PODS, "default", allow_bookmarks=True)
     pending = asyncio.ensure_future(events.__anext__())
     await settle()

@@ -792,6 +792,9 @@ class DaemonSetController(ControllerLifecycle):
         pending = state.pending_creates
         to_delete: list[str] = []
         requeue: float | None = None
+        # The failed-pod back-off keys of this pass, ``failed_pods_backoff_key(ds, node)``, share
+        # everything before the node's name: made once, not once per node evaluated.
+        backoff_prefix = failed_pods_backoff_key(ds, "")
         for node in sorted(nodes):
             pending.discard(node)  # evaluated again now
             pods = self._node_pods(state, node)
@@ -805,7 +808,7 @@ class DaemonSetController(ControllerLifecycle):
             self.node_evaluations += 1
             actions = node_actions(node, elig[0], elig[1], pods, hash_=hash_, surge=surge,
                                    min_ready_seconds=min_ready, backoff=self.backoff,
-                                   backoff_key=failed_pods_backoff_key(ds, node), now=now)
+                                   backoff_key=backoff_prefix + node, now=now)
             for type_, reason, message in actions.events:
                 self.recorder.event(ds, type_, reason, message)
             if actions.create:
