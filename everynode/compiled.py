@@ -66,37 +66,36 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # recorder and pod simulation around them, the template creates, the scheduler (its loop and
 # helpers: node and pod infos, filters, scores, queue, cache), the kubelet simulation (node agent,
 # pod lifecycle, writers, and the helpers each pod start calls: addresses, container events, the
-# downward API, mounts), the wake-up signal the kubelet writers and the scheduler queue sleep
-# on, ``plan``'s rollout recorder (fed every event of its copy), the stores (memory and SQLite:
-# every write's apply and every read), admission and the API service (an ordinary class with
-# compiled methods, ``mypyc_attr(native_class=False)``: a test replaces one on an instance), and
-# the virtual-time event loop's turn, callbacks and timers (virtualtime.py); no class here is
+# downward API, mounts), the wake-up signal the kubelet writers and the scheduler queue sleep on,
+# ``plan``'s rollout recorder (fed every event of its copy), the stores (memory and SQLite: every
+# write's apply and every read), admission and the API service (an ordinary class with compiled
+# methods, ``mypyc_attr(native_class=False)``: a test replaces one on an instance), and the
+# virtual-time event loop's turn, callbacks and timers (virtualtime.py); no class here is
 # subclassed by code outside the list.  What tests used to replace in them has a seam instead,
 # since compiled callers would not see a replaced global or method: a test fails a SQLite commit
-# through the connection's authorizer, the
-# golden converge records the published events with a watch, the kubelet writers' yield interval
-# is an attribute of the simulation, and the scheduler's default spreading selector is a function
-# of its inputs, the DaemonSet controller counts its revision passes and node evaluations and
-# awaits an optional hook after each burst of creates (its class derives from the kit's
-# interpreted ``ControllerLifecycle``, so mypyc makes it an ordinary class with compiled methods,
-# which call each other directly: a method replaced on an instance or overridden in a subclass is
-# not seen), and ``plan`` and the golden converge seed generated names and uids through
-# api/meta.py's module attributes (``suffix_source``, read at every draw, and ``new_uid``, which
-# only interpreted code calls, by attribute: keep it so). Left out on purpose, because tests (or
-# ``plan``'s seeding) replace a part of them, which compiled callers would not see, or build or
-# subclass their classes in ways compiled classes refuse: the DaemonSet controller's history
-# module.  A compiled class that source code derives from says so (``mypyc_attr`` with
-# ``allow_interpreted_subclasses``, re-exported here so that a plain install without mypy runs
-# the sources unchanged): the generic registry's store, which every resource's storage with more
-# to do subclasses, and the clock, which tests replace by fixed and stepped ones (a method such a
-# subclass overrides is called through Python, the rest natively; compiled, the registry's write
-# path took 1.4% fewer instructions in a virtual rollout, 1% fewer in ``api_floor``).  The
-# registry's watch module uses async generators, which this mypyc does not compile.  Nor is the
-# in-process client: tests derive from it, which a compiled class refuses, and made an ordinary
-# class with compiled methods, its ``__init__`` refused a subclass's instance as ``self``.  The informer
-# is compiled since its ``_watch`` no longer awaits in a ``finally``: compiled, that ``finally``
-# left a watch's 410 in ``sys.exc_info()`` and the next clean end of a stream raised it again, a
-# relist where the source resumes (the docstring's last paragraph).
+# through the connection's authorizer, the golden converge records the published events with a
+# watch, the kubelet writers' yield interval is an attribute of the simulation, and the
+# scheduler's default spreading selector is a function of its inputs, the DaemonSet controller
+# counts its revision passes and node evaluations and awaits an optional hook after each burst of
+# creates (its class derives from the kit's interpreted ``ControllerLifecycle``, so mypyc makes it
+# an ordinary class with compiled methods, which call each other directly: a method replaced on an
+# instance or overridden in a subclass is not seen), and ``plan`` and the golden converge seed
+# generated names and uids through api/meta.py's module attributes (``suffix_source``, read at
+# every draw, and ``new_uid``, which only interpreted code calls, by attribute: keep it so). Left
+# out on purpose, because tests (or ``plan``'s seeding) replace a part of them, which compiled
+# callers would not see, or build or subclass their classes in ways compiled classes refuse: the
+# DaemonSet controller's history module.  A compiled class that source code derives from says so
+# (``mypyc_attr`` with ``allow_interpreted_subclasses``, re-exported here so that a plain install
+# without mypy runs the sources unchanged): the generic registry's store, which every resource's
+# storage with more to do subclasses, and the clock, which tests replace by fixed and stepped ones
+# (a method such a subclass overrides is called through Python, the rest natively; compiled, the
+# registry's write path took 1.4% fewer instructions in a virtual rollout, 1% fewer in
+# ``api_floor``).  The registry's watch module uses async generators, which this mypyc does not
+# compile.  Nor is the in-process client: tests derive from it, which a compiled class refuses,
+# and made an ordinary class with compiled methods, its ``__init__`` refused a subclass's instance
+# as ``self``.  The informer is compiled since its ``_watch`` no longer awaits in a ``finally``:
+# compiled, that ``finally`` left a watch's 410 in ``sys.exc_info()`` and the next clean end of a
+# stream raised it again, a relist where the source resumes (the docstring's last paragraph).
 MODULES: tuple[str, ...] = (
     "everynode.api.daemonset",
     "everynode.api.defaults",

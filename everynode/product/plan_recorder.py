@@ -16,7 +16,7 @@ from typing import Any
 from everynode.api.meta import controller_uid, field_of, metadata_of
 from everynode.api.node import is_node_ready
 from everynode.api.pod import is_pod_available, is_pod_ready
-from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, target_node_or_none
+from everynode.controllers.daemonset.daemonpods import pod_hash, target_node_or_none
 from everynode.controllers.daemonset.placement import Placement
 from everynode.product.waiting import rolled_out
 
@@ -28,7 +28,7 @@ PodView = tuple[str, str, bool, bool]  # revision hash, phase, Ready, terminatin
 
 def _pod_view(pod: Obj) -> PodView:
     md = metadata_of(pod)
-    return (field_of(md.get("labels"), CONTROLLER_REVISION_HASH_LABEL) or "",
+    return (pod_hash(pod) or "",
             field_of(pod.get("status"), "phase") or "Pending", is_pod_ready(pod),
             bool(md.get("deletionTimestamp")))
 
@@ -210,7 +210,7 @@ class RolloutRecorder:
             for p in live:
                 if is_pod_available(p, self.min_ready, now):
                     available = True
-                    h = (metadata_of(p).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or ""
+                    h = pod_hash(p) or ""
                     t.available_since.setdefault(h, self.step_at)
                 elif is_pod_ready(p):
                     self.waiting_available.add(name)

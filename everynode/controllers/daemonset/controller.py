@@ -91,6 +91,7 @@ from everynode.controllers.daemonset.budgets import allows_surge
 from everynode.controllers.daemonset.daemonpods import (
     CONTROLLER_REVISION_HASH_LABEL,
     daemon_pod,
+    pod_hash,
     pod_template_for,
     template_generation,
 )
@@ -845,7 +846,7 @@ class DaemonSetController(ControllerLifecycle):
             return
         sel = state.selector
         live = {h for p in self.pod_index.placed(state.uid) if sel.matches(field_of(p["metadata"], "labels"))
-                and (h := field_of(field_of(p["metadata"], "labels"), CONTROLLER_REVISION_HASH_LABEL))}
+                and (h := pod_hash(p))}
         await cleanup_history(self.client, ds, old, live)
 
     # ------------------------------------------------------------------------------------------

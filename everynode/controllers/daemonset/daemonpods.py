@@ -152,7 +152,8 @@ def target_node_or_none(pod: Mapping[str, Any]) -> str | None:
 
 def pod_hash(pod: Mapping[str, Any]) -> str | None:
     """The revision hash a pod carries (its ``controller-revision-hash`` label), if any."""
-    return (field_of(pod.get("metadata"), "labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
+    hash_: str | None = field_of(field_of(field_of(pod, "metadata"), "labels"), CONTROLLER_REVISION_HASH_LABEL)
+    return hash_
 
 
 def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:

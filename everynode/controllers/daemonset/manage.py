@@ -17,7 +17,7 @@ from typing import Any
 from everynode.api.meta import field_of
 from everynode.api.pod import is_pod_available, is_pod_ready
 from everynode.controllers.daemonset.backoff import Backoff
-from everynode.controllers.daemonset.daemonpods import CONTROLLER_REVISION_HASH_LABEL, sort_oldest_first
+from everynode.controllers.daemonset.daemonpods import pod_hash, sort_oldest_first
 
 Obj = dict[str, Any]
 
@@ -94,7 +94,7 @@ def node_actions(node_name: str, should_run: bool, should_continue: bool, pods: 
             oldest_new: Obj | None = None
             oldest_old: Obj | None = None
             for pod in sort_oldest_first(running):
-                if (field_of(field_of(pod["metadata"], "labels"), CONTROLLER_REVISION_HASH_LABEL)) == hash_:
+                if pod_hash(pod) == hash_:
                     if oldest_new is None:
                         oldest_new = pod
                         continue
