@@ -25,14 +25,14 @@ import orjson
 import yaml
 
 from everynode.api import errors
-from everynode.api.errors import ApiError
 from everynode.api.meta import deep_copy
 from everynode.api.registry import ResourceType
 from everynode.apiserver.registry.options import client_options
 from everynode.apiserver.service import ApiService, RequestOptions
 from everynode.client.base import Client, Obj, delete_options, resolve_resource
 from everynode.client.faults import FaultInjector
-from everynode.storage.base import ExpiredError
+from everynode.client.inprocess_watch import watch_events
+from everynode.compiled import mypyc_attr
 
 
 def _ns(rt: ResourceType, namespace: str | None) -> str:
@@ -52,6 +52,7 @@ def _parse_patch(patch: Any, patch_type: str) -> Any:
     return patch
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # tests derive recording clients from it
 class InProcessClient(Client):
     def __init__(self, service: ApiService, *, user_agent: str = "everynode", user: str = "admin",
                  faults: FaultInjector | None = None, copy_inputs: bool = True, typed: bool = False) -> None:
@@ -99,38 +100,15 @@ class InProcessClient(Client):
                                        limit=limit, continue_token=continue_token,
                                        resource_version=resource_version)
 
-    async def watch(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
-                    field_selector: str | None = None, resource_version: str | None = None,
-                    allow_bookmarks: bool = True, timeout_seconds: int | None = None,
-                    send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
+    def watch(self, resource: str, *, namespace: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None, resource_version: str | None = None,
+              allow_bookmarks: bool = True, timeout_seconds: int | None = None,
+              send_initial_events: bool | None = None) -> AsyncIterator[Obj]:
         rt = resolve_resource(resource)
-        ns = (namespace or None) if rt.namespaced else None
-        try:
-            # The service's batches, flattened here: one async generator less for every event an
-            # informer takes in (service.watch flattens them through one more).
-            events = self.service.watch_batches(
-                rt, ns, label_selector=label_selector, field_selector=field_selector,
-                resource_version=resource_version, allow_bookmarks=allow_bookmarks,
-                send_initial_events=send_initial_events, timeout_seconds=timeout_seconds,
-                resource_version_match="NotOlderThan" if send_initial_events else None)
-        except ExpiredError as exc:
-            raise errors.gone(str(exc)) from None
-        try:
-            async for batch in events:
-                for ev in batch:
-                    if ev.type == "ERROR":
-                        raise ApiError(ev.object)
-                    yield {"type": ev.type, "object": ev.object}
-        except ExpiredError as exc:
-            raise errors.gone(str(exc)) from None
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
-            else:
-                stop = getattr(events, "stop", None)
-                if stop is not None:
-                    stop()
+        return watch_events(self.service, rt, (namespace or None) if rt.namespaced else None,
+                            label_selector=label_selector, field_selector=field_selector,
+                            resource_version=resource_version, allow_bookmarks=allow_bookmarks,
+                            timeout_seconds=timeout_seconds, send_initial_events=send_initial_events)
 
     # -- writes ----------------------------------------------------------------------------------
 

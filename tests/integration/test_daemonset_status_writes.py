@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from everynode.client.inprocess import InProcessClient
+from everynode.api.registry import ResourceType
+from everynode.apiserver.service import ApiService
 from everynode.product.virtual_rollout import virtual_rollout
 from everynode.virtualtime import run_virtual
 
@@ -32,17 +33,19 @@ def _status_of(obj: Obj) -> Obj:
 def test_rollout_sends_each_daemonset_status_once(monkeypatch: pytest.MonkeyPatch) -> None:
     requests: list[Obj] = []
     stored: list[Obj] = []
-    original = InProcessClient.update_status
+    original = ApiService.update
     recording = [False]
 
-    async def update_status(self: InProcessClient, resource: str, obj: Obj, **kwargs: Any) -> Obj:
-        result = await original(self, resource, obj, **kwargs)
-        if recording[0] and resource == "daemonsets.apps":
+    async def update(self: ApiService, rt: ResourceType, namespace: str, name: str, obj: Obj,
+                     **kwargs: Any) -> tuple[Obj, bool]:
+        result, created = await original(self, rt, namespace, name, obj, **kwargs)
+        if recording[0] and rt.key == "daemonsets.apps" and kwargs.get("subresource") == "status":
             requests.append(_status_of(obj))
             stored.append(_status_of(result))
-        return result
+        return result, created
 
-    monkeypatch.setattr(InProcessClient, "update_status", update_status)
+    # (the service is an ordinary class whose methods its compiled callers look up by name)
+    monkeypatch.setattr(ApiService, "update", update)
 
     def on_rollout(started: bool) -> None:
         recording[0] = started
