@@ -12,6 +12,7 @@ sockets needed for progress) — true for the in-process transport, which is wha
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from datetime import UTC, datetime
 
@@ -38,8 +39,7 @@ class Clock:
 
     def rfc3339_micro(self, ts: float | None = None) -> str:
         """``metav1.MicroTime`` text (leases, events.k8s.io): microseconds, ``Z`` suffix."""
-        t = self.now() if ts is None else ts
-        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_rfc3339_micro(self.now() if ts is None else ts)
 
 
 RealClock = Clock
@@ -84,6 +84,22 @@ def format_rfc3339(ts: float) -> str:
             _formatted.clear()
         text = _formatted[second] = f"{date}{hours:02d}:{minutes:02d}:{seconds:02d}Z"
     return text
+
+
+def format_rfc3339_micro(ts: float) -> str:
+    """``metav1.MicroTime`` text of ``ts``: the remembered second of :func:`format_rfc3339` and
+    the microseconds, rounded as ``datetime.fromtimestamp`` rounds them (half to even, a carry
+    into the next second).  strftime was a tenth of a lease renewal's instructions (24 K of
+    239 K, compiled): every node renews its lease every 10 s."""
+    fraction, whole = math.modf(ts)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1
+    return f"{format_rfc3339(whole)[:-1]}.{micros:06d}Z"
 
 
 _FORMATTED_LIMIT = 4096

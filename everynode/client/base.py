@@ -75,8 +75,10 @@ class Client(abc.ABC):
 
     @abc.abstractmethod
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
-                     field_manager: str | None = None) -> Obj:
-        """``namespace`` defaults to ``obj.metadata.namespace``."""
+                     field_manager: str | None = None, handed_over: bool = False) -> Obj:
+        """``namespace`` defaults to ``obj.metadata.namespace``.  ``handed_over``: the caller made
+        ``obj`` for this request alone and does not use it afterwards but to send it again (an
+        Event), so an in-process server may change it and keep it, without copying it first."""
 
     @abc.abstractmethod
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,

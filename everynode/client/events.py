@@ -48,7 +48,7 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
@@ -385,9 +385,6 @@ class RecorderStats:
     by_reason: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
-_REFERENCE_FIELDS: Final = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion")
-
-
 def object_reference(obj: Obj) -> Obj:
     """``ref.GetReference``: an ObjectReference for an object (or an ObjectReference as given)."""
     md = obj.get("metadata")
@@ -395,9 +392,24 @@ def object_reference(obj: Obj) -> Obj:
         return {k: v for k, v in obj.items() if k in (
             "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath") and v}
     fields: dict[str, Any] = md if isinstance(md, dict) else {}  # (typed: dict lookups when compiled)
-    # ObjectReference's fields in its order; empty ones left out (omitempty)
-    values = (*object_parts(obj, fields), fields.get("resourceVersion"))
-    return {key: value for key, value in zip(_REFERENCE_FIELDS, values, strict=True) if value}
+    # ObjectReference's fields in its order; empty ones left out (omitempty).  Spelled out: a
+    # zip over the field names runs as Python calls even compiled, 17 K instructions an event.
+    kind, namespace, name, uid, api_version = object_parts(obj, fields)
+    resource_version = fields.get("resourceVersion")
+    ref: Obj = {}
+    if kind:
+        ref["kind"] = kind
+    if namespace:
+        ref["namespace"] = namespace
+    if name:
+        ref["name"] = name
+    if uid:
+        ref["uid"] = uid
+    if api_version:
+        ref["apiVersion"] = api_version
+    if resource_version:
+        ref["resourceVersion"] = resource_version
+    return ref
 
 
 class EventRecorder:
@@ -591,11 +603,14 @@ class EventRecorder:
                     raise
             # Deleted (or never created) meanwhile: create it with the aggregated count.
         event = job.event
+        reason = event["reason"]
         if event["metadata"]["name"] != seen.name:
             event = {**event, "metadata": {**event["metadata"], "name": seen.name}}
         for attempt in range(3):
             try:
-                await self.client.create("events", event, namespace=namespace)
+                # Handed over: the event was made for this write (a failed attempt may have
+                # had the server fill in its uid and creation time, which it sets again).
+                await self.client.create("events", event, namespace=namespace, handed_over=True)
                 break
             except ApiError as exc:
                 if exc.reason != "AlreadyExists" or attempt == 2:
@@ -608,4 +623,4 @@ class EventRecorder:
                 event = {**event, "metadata": {**event["metadata"], "name": fresh}}
                 seen.name = fresh
         self.stats.created += 1
-        self.stats.by_reason[job.event["reason"]] += 1
+        self.stats.by_reason[reason] += 1

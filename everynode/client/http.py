@@ -332,8 +332,8 @@ class HttpClient(Client):
         return await self._request("GET", self._path(rt, namespace), rt=rt, params=params)
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
-                     field_manager: str | None = None) -> Obj:
-        rt = await self._resolve(resource)
+                     field_manager: str | None = None, handed_over: bool = False) -> Obj:
+        rt = await self._resolve(resource)  # (handed_over: the body is encoded, never kept)
         md = obj.get("metadata") or {}
         ns = namespace or md.get("namespace") or self.namespace
         return await self._request("POST", self._path(rt, ns), rt=rt, name=md.get("name") or "",
