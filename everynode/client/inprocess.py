@@ -9,11 +9,12 @@ the transport disappears — so a controller behaves the same here and against a
 Ownership of objects: the service returns stored, shared, immutable objects and we pass them
 through unchanged (callers must not mutate them; base.py).  Bodies *handed to* the service are
 copied on the way in by default (``copy_inputs=True``): the caller keeps its dict and may reuse
-or mutate it, while the service may keep what it was given as the stored object.  A ``/status``
-update and a create are the exceptions: they are handed over uncopied and marked borrowed, and
-the store copies what its pipeline changes (a controller's status write is mostly the stored
-object itself, which needs no copy: registry/copies.py ``borrowed_copy``; a pod made from a template
-is mostly the template, which a create answered from it only reads: templates.py).
+or mutate it, while the service may keep what it was given as the stored object.  Updates and
+creates are the exceptions: they are handed over uncopied and marked borrowed, and the store
+copies what its pipeline changes (an update is mostly the stored object itself, whose
+managedFields need no copy and whose other parts a status write need not copy either:
+registry/copies.py ``borrowed_copy``; a pod made from a template is mostly the template, which a
+create answered from it only reads: templates.py).
 """
 
 from __future__ import annotations
@@ -131,12 +132,10 @@ class InProcessClient(Client):
         name = md.get("name") or ""
         ns = _ns(rt, md.get("namespace") or "default")
         opts = self._opts(dry_run=dry_run, field_manager=field_manager)
-        if subresource == "status" and self.copy_inputs:
-            # the store copies what it changes (options.RequestOptions.borrowed): a status write
-            # usually carries the stored object's metadata and spec, which need no copy
-            opts.borrowed = True
-        else:
-            obj = self._in(obj)
+        # The store copies what it changes (options.RequestOptions.borrowed): a status write
+        # usually carries the stored object's metadata and spec, which need no copy, and any
+        # update its managedFields (a lease renewal: copied, its entries cost a third of the write)
+        opts.borrowed = self.copy_inputs
         result, _created = await self._write(
             "update", rt, name, self.service.update(rt, ns, name, obj, subresource=subresource, opts=opts))
         return result

@@ -839,3 +839,86 @@ def test_a_type_change_below_a_copied_level_is_found_with_its_members_shared():
     retyped = {**known, "metadata": {**known["metadata"], "generation": True}}
     problems = typecheck.check_object("v1", "Pod", retyped, known=known).problems
     assert [p.go_path for p in problems] == ["metadata.generation"]
+
+
+async def test_borrowed_updates_store_what_copied_bodies_store():
+    """Every in-process update goes uncopied (``RequestOptions.borrowed``), not only ``/status``:
+    a Lease renewal (the kubelet's form: the stored object with a new renewTime), a pod update
+    with an unknown nested field (dropped by decoding, in place on the private copy) and one
+    that defaulting fills in store what a private copy stores; the caller's bodies and the
+    stored versions stay as they were, and the stored managedFields entries are carried over by
+    identity."""
+    from everynode.client.inprocess import InProcessClient
+
+    leases, pods = resource("leases.coordination.k8s.io"), resource("pods")
+    results = []
+    for borrowed in (False, True):
+        api = ApiService(MemoryStore(share_capacity=0), clock=FixedClock())
+        client = InProcessClient(api, user_agent="kubelet/v1") if borrowed else \
+            InProcessClient(api, user_agent="kubelet/v1", copy_inputs=False)
+        lease = _lease()
+        for key in ("uid", "resourceVersion"):
+            del lease["metadata"][key]
+        pod = _pod()
+        for key in ("uid", "resourceVersion"):
+            del pod["metadata"][key]
+        del pod["status"]
+        stored_lease = await api.create(leases, "kube-node-lease", lease, opts=RequestOptions(field_manager="kubelet"))
+        stored_pod = await api.create(pods, "default", pod, opts=RequestOptions(field_manager="ds"))
+        snapshots = deep_copy([stored_lease, stored_pod])
+        renewal = {**stored_lease, "spec": {**stored_lease["spec"], "renewTime": "2026-01-01T00:00:10.000000Z"}}
+        containers = deep_copy(stored_pod["spec"]["containers"])
+        containers[0]["bogus"] = True
+        labelled = {**stored_pod, "metadata": {**stored_pod["metadata"], "labels": {"app": "y"}},
+                    "spec": {**stored_pod["spec"], "containers": containers}}
+        bodies = [renewal, labelled]
+        sent = deep_copy(bodies)
+        written = []
+        for body, rt in zip(bodies, ("leases.coordination.k8s.io", "pods"), strict=True):
+            new = await client.update(rt, body if borrowed else deep_copy(body))
+            written.append({**new, "metadata": {**new["metadata"], "uid": "-"}})
+        assert [stored_lease, stored_pod] == snapshots
+        assert bodies == sent
+        if borrowed:
+            renewed = await api.get(leases, "kube-node-lease", "n1")
+            assert renewed["metadata"]["managedFields"][0] is stored_lease["metadata"]["managedFields"][0]
+        results.append(written)
+    assert results[0] == results[1]
+    assert results[1][0]["spec"]["renewTime"] == "2026-01-01T00:00:10.000000Z"
+    assert "bogus" not in results[1][1]["spec"]["containers"][0]
+    assert results[1][1]["spec"]["containers"][0]["terminationMessagePath"] == "/dev/termination-log"
+
+
+async def test_handed_over_create_stores_what_a_copied_body_stores(monkeypatch: pytest.MonkeyPatch):
+    """``Client.create(..., handed_over=True)`` (the Event recorder's creates) skips the copy the
+    in-process API otherwise makes of a body before decoding changes it: the object stored is the
+    one a copied body gives (an Event, and one with an unknown nested field decoding drops)."""
+    import random
+
+    from everynode.api import meta
+    from everynode.client.inprocess import InProcessClient
+
+    def event(name: str, *, extra: bool = False) -> dict[str, Any]:
+        ref: dict[str, Any] = {"kind": "Pod", "namespace": "default", "name": "p", "uid": "u", "apiVersion": "v1"}
+        if extra:
+            ref["bogus"] = 1
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                "involvedObject": ref, "reason": "Started", "message": "Started container c",
+                "source": {"component": "kubelet", "host": "n1"}, "firstTimestamp": "2026-01-01T00:00:00Z",
+                "lastTimestamp": "2026-01-01T00:00:00Z", "count": 1, "type": "Normal",
+                "reportingComponent": "kubelet", "reportingInstance": "n1"}
+
+    results = []
+    for handed_over in (False, True):
+        uids = iter(range(1, 100))
+        monkeypatch.setattr(meta, "suffix_source", random.Random(7))
+        monkeypatch.setattr(meta, "new_uid", lambda uids=uids: f"00000000-0000-0000-0000-{next(uids):012d}")
+        client = InProcessClient(ApiService(MemoryStore(), clock=FixedClock()))
+        bodies = [event("p.1"), event("p.2", extra=True)]
+        sent = deep_copy(bodies)
+        written = [await client.create("events", body, handed_over=handed_over) for body in bodies]
+        if not handed_over:
+            assert bodies == sent  # kept as the caller gave them
+        results.append(deep_copy(written))
+    assert results[0] == results[1]
+    assert "bogus" not in results[1][1]["involvedObject"]
