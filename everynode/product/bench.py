@@ -244,16 +244,8 @@ def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: floa
 
 
 async def bench_converge(nodes: int, transport: str) -> dict[str, Any]:
-    # The two yardsticks, interleaved, each the median of its three runs: a shared machine's speed
-    # drifts by a fifth from one run to the next, and a storage floor of 50 ms measured at
-    # another moment than the API floor moved their ratio by as much (12 to 17 at 5,000 nodes
-    # for unchanged code).
-    floors: list[float] = []
-    through_apis: list[float] = []
-    for _ in range(3):
-        floors.append(await storage_floor(nodes, writes_per_pod=3, repeat=1))  # create, bind, Ready
-        through_apis.append(await api_floor(nodes))
-    floor, through_api = statistics.median(floors), statistics.median(through_apis)
+    floor = await storage_floor(nodes, writes_per_pod=3)  # create, bind, Ready
+    through_api = await api_floor(nodes)
     gc.collect()
     plane = await _start_plane(nodes, transport=transport)
     try:
