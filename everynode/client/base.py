@@ -75,10 +75,13 @@ class Client(abc.ABC):
 
     @abc.abstractmethod
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
-                     field_manager: str | None = None, handed_over: bool = False) -> Obj:
+                     field_manager: str | None = None, handed_over: bool = False, typed: bool = False) -> Obj:
         """``namespace`` defaults to ``obj.metadata.namespace``.  ``handed_over``: the caller made
         ``obj`` for this request alone and does not use it afterwards but to send it again (an
-        Event), so an in-process server may change it and keep it, without copying it first."""
+        Event), so an in-process server may change it and keep it, without copying it first.
+        ``typed``: the caller vouches that ``obj`` holds no badly typed value and no unknown field,
+        as a Go client's struct cannot (the Event recorder, which checks what it puts in), so an
+        in-process server need not search it for them (``RequestOptions.typed``)."""
 
     @abc.abstractmethod
     async def update(self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,

@@ -332,8 +332,9 @@ class HttpClient(Client):
         return await self._request("GET", self._path(rt, namespace), rt=rt, params=params)
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
-                     field_manager: str | None = None, handed_over: bool = False) -> Obj:
-        rt = await self._resolve(resource)  # (handed_over: the body is encoded, never kept)
+                     field_manager: str | None = None, handed_over: bool = False, typed: bool = False) -> Obj:
+        # (handed_over: the body is encoded, never kept; typed: the server checks what it decodes)
+        rt = await self._resolve(resource)
         md = obj.get("metadata") or {}
         ns = namespace or md.get("namespace") or self.namespace
         return await self._request("POST", self._path(rt, ns), rt=rt, name=md.get("name") or "",

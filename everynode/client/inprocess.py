@@ -114,11 +114,13 @@ class InProcessClient(Client):
     # -- writes ----------------------------------------------------------------------------------
 
     async def create(self, resource: str, obj: Obj, *, namespace: str | None = None, dry_run: bool = False,
-                     field_manager: str | None = None, handed_over: bool = False) -> Obj:
+                     field_manager: str | None = None, handed_over: bool = False, typed: bool = False) -> Obj:
         rt = resolve_resource(resource)
         md = obj.get("metadata") or {}
         ns = _ns(rt, namespace or md.get("namespace") or "default")
         opts = self._opts(dry_run=dry_run, field_manager=field_manager)
+        if typed:
+            opts.typed = True
         # handed over uncopied, like a status write (options.RequestOptions.borrowed): a pod made
         # from its controller's template is mostly the template, which the create reads only; a
         # body the caller hands over (an Event) is not even copied where the pipeline changes it

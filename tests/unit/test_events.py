@@ -253,3 +253,47 @@ async def test_written_reasons_write_what_writing_all_would_of_those_reasons(clo
     assert rec_some.stats.withheld == 23 and rec_some.stats.skipped == rec_all.stats.skipped == 8
     await rec_all.close()
     await rec_some.close()
+
+
+async def test_recorder_vouches_for_the_types_of_what_it_made(clock):
+    """The recorder creates an Event as a typed client's (``Client.create(..., typed=True)``: the
+    server skips its search for badly typed values) only when every field it put in is a string,
+    as it is for any stored object.  An object with a number for a uid makes an Event the
+    recorder cannot vouch for: it goes unvouched, and the server's decoder refuses it as before
+    (a 400 the recorder counts as failed).  What is stored is the same either way."""
+    from everynode.apiserver.service import ApiService
+    from everynode.client.inprocess import InProcessClient
+    from everynode.storage.memory import MemoryStore
+
+    vouched: list[bool] = []
+
+    class Recording(InProcessClient):
+        async def create(self, resource: str, obj: Obj, **kw: Any) -> Obj:
+            vouched.append(kw.get("typed", False))
+            return await super().create(resource, obj, **kw)
+
+    service = ApiService(MemoryStore(), clock=clock)
+    client = Recording(service)
+    await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}})
+    vouched.clear()
+    rec = EventRecorder(client, component="kubelet", clock=clock)
+    rec.event(POD, NORMAL, "Started", "Started container app", host="worker-1",
+              field_path="spec.containers{app}")
+    odd = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "odd", "namespace": "prod", "uid": 9}}
+    rec.event(odd, NORMAL, "Started", "Started container app", host="worker-1")
+    await rec.close()
+    assert sorted(vouched) == [False, True]  # (each object's events have their worker)
+    assert (rec.stats.created, rec.stats.failed) == (1, 1)
+    [stored] = (await client.list("events", namespace="prod"))["items"]
+    assert stored["involvedObject"]["name"] == "web-abc"
+
+    # The same body, unvouched, on a fresh server: the same object (but for its uid).
+    body = {k: v for k, v in stored.items() if k != "metadata"}
+    body["metadata"] = {"name": stored["metadata"]["name"], "namespace": "prod"}
+    again = InProcessClient(ApiService(MemoryStore(), clock=clock))
+    await again.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}})
+    plain = await again.create("events", body)
+    for obj in (stored, plain):
+        obj["metadata"].pop("uid")
+        obj["metadata"].pop("resourceVersion")
+    assert plain == stored
