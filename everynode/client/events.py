@@ -424,7 +424,7 @@ def _strings_only(ref: Obj, component: Any, host: Any, reason: Any, message: Any
     unknown fields, as kube-apiserver's decoder finds none in the kubelet's Go structs.  That
     search was an eighth of an Event's create (27 of 218 K instructions, 8,000 Events in process).
     The arguments are typed ``Any`` because this is the check: a caller may pass anything (an
-    object with a number for a name), compiled or not; such an Event is created unvouched, and
+    object with a number for a uid), compiled or not; such an Event is created unvouched, and
     the server's decoder refuses it as before."""
     if type(component) is not str or type(host) is not str or type(reason) is not str or \
             type(message) is not str:
@@ -543,11 +543,13 @@ class EventRecorder:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _full(self, spam: Key, namespace: str, name: str, reason: str, message: str) -> bool:
+    def _full(self, spam: Key, namespace: Any, name: Any, reason: str, message: str) -> bool:
         """Whether the worker queue of this event's object is full: then the event is dropped
         (counted, and logged at most every :data:`DROP_LOG_INTERVAL` seconds) before the
         correlator sees it.  ``Queue.full()`` read as its own steps (its length against the
-        bound): the queue's method and the ``qsize()`` it calls run interpreted, for every event."""
+        bound): the queue's method and the ``qsize()`` it calls run interpreted, for every event.
+        (The object's namespace and name as it has them, only logged: compiled, a ``str`` here
+        raised into the controller for an object with a number for a name.)"""
         queue = self._queues[hash(spam) % self._workers]
         if len(queue._queue) < self._per_worker:  # type: ignore[attr-defined]
             return False

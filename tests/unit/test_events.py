@@ -297,3 +297,17 @@ async def test_recorder_vouches_for_the_types_of_what_it_made(clock):
         obj["metadata"].pop("uid")
         obj["metadata"].pop("resourceVersion")
     assert plain == stored
+
+
+async def test_an_object_with_a_number_for_a_name_never_raises_into_the_caller(clock):
+    """Recording never raises into the controller, whatever the object looks like (compiled, a
+    number for a name once failed the recorder's own ``str`` parameters): the Event is made,
+    the server refuses it, and the recorder counts the failure."""
+    sink = EventSink()
+    sink.fail_with = errors.bad_request("json: cannot unmarshal number into Go struct field")
+    rec = EventRecorder(sink, component="kubelet", clock=clock)
+    odd = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 5, "namespace": "prod", "uid": "u-9"}}
+    rec.event(odd, NORMAL, "Started", "Started container app", host="worker-1")
+    await rec.close()
+    assert sink.calls == [("create", "5." + sink.calls[0][1].partition(".")[2])]
+    assert (rec.stats.created, rec.stats.failed) == (0, 1)
