@@ -70,6 +70,9 @@ AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
 # A full queue is logged on the first drop, then at most once per this many seconds (with the
 # count so far): 65,000 nodes registering at once would otherwise print a line per thousand.
 DROP_LOG_INTERVAL = 30.0
+# Involved objects and sources remembered per recorder (emptied when full: the recent ones are
+# what the next events repeat).
+_PARTS_MAX = 16_384
 
 Obj = dict[str, Any]
 Key = tuple[str, ...]
@@ -367,6 +370,53 @@ class EventCorrelator:
 # -- the recorder -------------------------------------------------------------------------------------
 
 
+class _WriteQueue:
+    """One worker's queue of writes: ``asyncio.Queue``'s FIFO with ``task_done``/``join``, for
+    one consumer, as a plain class (compiled with this module).  asyncio's own runs interpreted:
+    its ``put_nowait``, ``get`` and ``task_done`` with the helpers they call were about 8 K
+    instructions an event.  The bound is the recorder's (:meth:`EventRecorder._full` reads the
+    length: a full queue drops the event before anything else is done with it)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.jobs: collections.deque[_Job] = collections.deque()
+        self.unfinished = 0  # put and not yet done
+        self._loop = loop
+        self._getter: asyncio.Future[None] | None = None  # the worker, waiting for a job
+        self._joiners: list[asyncio.Future[None]] = []
+
+    def put(self, job: _Job) -> None:
+        self.jobs.append(job)
+        self.unfinished += 1
+        getter = self._getter
+        if getter is not None:
+            self._getter = None
+            if not getter.done():
+                getter.set_result(None)
+
+    async def get(self) -> _Job:
+        while not self.jobs:
+            getter = self._loop.create_future()
+            self._getter = getter
+            await getter
+        return self.jobs.popleft()
+
+    def done(self) -> None:
+        """One job got from the queue is finished (``task_done``)."""
+        self.unfinished -= 1
+        if self.unfinished == 0 and self._joiners:
+            joiners, self._joiners = self._joiners, []
+            for joiner in joiners:
+                if not joiner.done():
+                    joiner.set_result(None)
+
+    async def join(self) -> None:
+        """Until every job put so far is done."""
+        if self.unfinished:
+            joiner = self._loop.create_future()
+            self._joiners.append(joiner)
+            await joiner
+
+
 class _Job:
     """One queued write (a plain class, as the records above: one is made per written event)."""
 
@@ -435,6 +485,12 @@ def _strings_only(ref: Obj, component: Any, host: Any, reason: Any, message: Any
     return True
 
 
+def _with_field_path(ref: Obj, field_path: str | None) -> Obj:
+    if field_path:
+        ref["fieldPath"] = field_path
+    return ref
+
+
 class EventRecorder:
     def __init__(self, client: Any, *, component: str, host: str | None = None, clock: Clock | None = None,
                  workers: int = 4, max_queued: int = DEFAULT_MAX_QUEUED, cache_size: int = MAX_LRU_ENTRIES,
@@ -454,11 +510,18 @@ class EventRecorder:
         self.correlator = EventCorrelator(cache_size=cache_size, name_suffix=self._suffix)
         self._workers = max(1, workers)
         self._per_worker = max(1, max_queued // self._workers)
-        self._queues: list[asyncio.Queue[_Job]] = []
+        self._queues: list[_WriteQueue] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._last_ns = 0
         self._closed = False
         self._drop_logged_at: float | None = None  # clock time of the last "queue full" line
+        # The parts its events share — the involvedObject of a version of an object (the
+        # kubelet's Pulled, Created and Started events of a pod), the source of a host — as one
+        # dict each, never changed once made: the store shares equal sub-trees of what it keeps
+        # (storage/canonical.py), and knows one it has kept by identity, where an equal new dict
+        # costs it a serialisation to look up and another to confirm the hit.
+        self._references: dict[tuple[Any, ...], Obj] = {}
+        self._sources: dict[str, Obj] = {}
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -495,9 +558,7 @@ class EventRecorder:
             else:
                 self.stats.withheld += 1
             return
-        ref = object_reference(obj)
-        if field_path:
-            ref["fieldPath"] = field_path
+        ref = self._reference(obj, md, field_path)
         spam = _spam_key(self.component, host or "", ref)
         if self._full(spam, ref.get("namespace", ""), ref.get("name", ""), reason, message):
             return
@@ -516,7 +577,7 @@ class EventRecorder:
             self.stats.skipped += 1
             return
         assert result.event is not None and result.observation is not None
-        self._queues[hash(spam) % self._workers].put_nowait(
+        self._queues[hash(spam) % self._workers].put(
             _Job(result.event, result.observation, result.patch,
                  _strings_only(ref, self.component, host or "", reason, message)))
 
@@ -546,12 +607,9 @@ class EventRecorder:
     def _full(self, spam: Key, namespace: Any, name: Any, reason: str, message: str) -> bool:
         """Whether the worker queue of this event's object is full: then the event is dropped
         (counted, and logged at most every :data:`DROP_LOG_INTERVAL` seconds) before the
-        correlator sees it.  ``Queue.full()`` read as its own steps (its length against the
-        bound): the queue's method and the ``qsize()`` it calls run interpreted, for every event.
-        (The object's namespace and name as it has them, only logged: compiled, a ``str`` here
+        correlator sees it.  (The object's namespace and name as it has them, only logged: compiled, a ``str`` here
         raised into the controller for an object with a number for a name.)"""
-        queue = self._queues[hash(spam) % self._workers]
-        if len(queue._queue) < self._per_worker:  # type: ignore[attr-defined]
+        if len(self._queues[hash(spam) % self._workers].jobs) < self._per_worker:
             return False
         self.stats.dropped += 1
         at = self.clock.monotonic()
@@ -571,12 +629,42 @@ class EventRecorder:
         self._last_ns = ns
         return ns
 
+    def _reference(self, obj: Obj, md: Any, field_path: str | None) -> Obj:
+        """The involvedObject of an event about ``obj`` (``field_path``: the part of it): the
+        same dict for every event about the same version of the same part (``__init__`` says why)."""
+        if not isinstance(md, dict):  # a reference given
+            return _with_field_path(object_reference(obj), field_path)
+        fields: dict[str, Any] = md
+        key = (*object_parts(obj, fields), fields.get("resourceVersion") or "", field_path or "")
+        references = self._references
+        try:
+            known = references.get(key)
+        except TypeError:  # an unhashable field (no such object is ever stored): made every time
+            return _with_field_path(object_reference(obj), field_path)
+        if known is not None:
+            return known
+        if len(references) >= _PARTS_MAX:
+            references.clear()
+        made = references[key] = _with_field_path(object_reference(obj), field_path)
+        return made
+
+    def _source(self, host: str | None) -> Obj:
+        """The EventSource of this recorder's events from ``host``: one dict per host
+        (``__init__`` says why)."""
+        source = self._sources.get(host or "")
+        if source is None:
+            source = {"component": self.component}
+            if host:
+                source["host"] = host
+            if len(self._sources) >= _PARTS_MAX:
+                self._sources.clear()
+            self._sources[host or ""] = source
+        return source
+
     def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,
                     host: str | None = None) -> Obj:
         """``recorder.makeEvent``: a new Event, count 1, named after the object and the instant."""
-        source: Obj = {"component": self.component}
-        if host:
-            source["host"] = host
+        source = self._source(host)
         return {
             "apiVersion": "v1",
             "kind": "Event",
@@ -598,11 +686,11 @@ class EventRecorder:
         if self._tasks:
             return
         loop = asyncio.get_running_loop()
-        self._queues = [asyncio.Queue(self._per_worker) for _ in range(self._workers)]
+        self._queues = [_WriteQueue(loop) for _ in range(self._workers)]
         self._tasks = [loop.create_task(self._worker(q), name=f"events:{self.component}:{i}")
                        for i, q in enumerate(self._queues)]
 
-    async def _worker(self, queue: asyncio.Queue[_Job]) -> None:
+    async def _worker(self, queue: _WriteQueue) -> None:
         while True:
             job = await queue.get()
             try:
@@ -614,7 +702,7 @@ class EventRecorder:
                 log.warning("unable to write event %s/%s (%s): %r", job.event["metadata"]["namespace"],
                             job.observation.name, job.event["reason"], exc)
             finally:
-                queue.task_done()
+                queue.done()
 
     async def _write(self, job: _Job) -> None:
         seen = job.observation

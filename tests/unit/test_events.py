@@ -311,3 +311,27 @@ async def test_an_object_with_a_number_for_a_name_never_raises_into_the_caller(c
     await rec.close()
     assert sink.calls == [("create", "5." + sink.calls[0][1].partition(".")[2])]
     assert (rec.stats.created, rec.stats.failed) == (0, 1)
+
+
+async def test_events_about_one_object_share_its_reference_but_never_change_it(clock):
+    """The recorder makes one involvedObject per version and part of an object and hands the same
+    dict to each event about it (the store then knows it by identity); an event about another
+    part, or another version, gets its own, and none is changed by the events that share it."""
+    sink = EventSink()
+    rec = EventRecorder(sink, component="kubelet", clock=clock)
+    part = "spec.containers{app}"
+    rec.event(POD, NORMAL, "Pulled", "pulled", host="worker-1", field_path=part)
+    rec.event(POD, NORMAL, "Created", "created", host="worker-1", field_path=part)
+    rec.event(POD, NORMAL, "Killing", "whole pod", host="worker-1")
+    newer = {**POD, "metadata": {**POD["metadata"], "resourceVersion": "8"}}
+    rec.event(newer, NORMAL, "Started", "started", host="worker-1", field_path=part)
+    await rec.close()
+    by_reason = {e["reason"]: e for e in sink.events.values()}
+    pulled, created, killing, started = (by_reason[r] for r in ("Pulled", "Created", "Killing", "Started"))
+    assert pulled["involvedObject"] is created["involvedObject"]
+    assert pulled["source"] is created["source"] is killing["source"]
+    assert pulled["involvedObject"] == {"kind": "Pod", "namespace": "prod", "name": "web-abc", "uid": "u-1",
+                                        "apiVersion": "v1", "resourceVersion": "7", "fieldPath": part}
+    assert "fieldPath" not in killing["involvedObject"]
+    assert started["involvedObject"]["resourceVersion"] == "8"
+    assert pulled["involvedObject"]["resourceVersion"] == "7"

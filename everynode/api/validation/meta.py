@@ -23,7 +23,12 @@ from typing import Any
 
 from everynode.api import field_errors as field
 from everynode.api.field_errors import FieldError
-from everynode.api.names import is_dns1123_label, is_qualified_name, is_valid_label_value
+from everynode.api.names import (
+    is_dns1123_label,
+    is_qualified_name,
+    is_valid_label_value,
+    name_is_path_segment,
+)
 from everynode.memo import remember
 
 Obj = dict[str, Any]
@@ -254,6 +259,11 @@ def _name_errors(name_fn: NameFn, value: str, prefix: bool) -> list[str]:
     Every update of a kind whose update rule re-runs its create rule (leases, events) checks the
     same name and namespace again: a set lookup instead of the regular expressions.  Only the
     (pure) verdict "no errors" is remembered, so error texts always come from ``name_fn``."""
+    if name_fn is name_is_path_segment:
+        # Not remembered: its check is cheaper than the look-up, and the kind it is the whole
+        # rule of, core/v1 Event, has a new name at every create (that pushed the names that do
+        # repeat out of the table, 16,384 Events at a time).
+        return name_fn(value, prefix)
     memo_key = (name_fn, value, prefix)
     if memo_key in _VALID_NAMES:
         return []
