@@ -174,7 +174,13 @@ def spam_key(event: Obj) -> Key:
 
 
 def _spam_key(component: str, host: str, ref: Obj) -> Key:
-    return (component, host, *reference_parts(ref))
+    return _parts_spam_key(component, host, reference_parts(ref))
+
+
+def _parts_spam_key(component: str, host: str, parts: Parts) -> Key:
+    # (A function returning Key: a tuple display made in place is typed by its items, and
+    # compiled, a number among them — an odd object's — fails that type.)
+    return (component, host, *parts)
 
 
 # -- the three steps --------------------------------------------------------------------------------
@@ -206,6 +212,10 @@ class EventAggregator:
         group_key, message = aggregate_keys(event)
         if not self.fold(group_key, message, now=now):
             return event, event_key(event)
+        return self.combined(event, message, now=now), group_key
+
+    def combined(self, event: Obj, message: str, *, now: float) -> Obj:
+        """The aggregate event that replaces ``event`` (whose group has just been folded)."""
         ref = event["involvedObject"]
         stamp = format_rfc3339(now)
         combined: Obj = {
@@ -222,7 +232,7 @@ class EventAggregator:
             "count": 1,
             "type": event.get("type", ""),
         }
-        return combined, group_key
+        return combined
 
     def fold(self, group_key: Key, message: str, *, now: float) -> bool:
         """Count ``message`` in its group; True when the event is to be replaced by the group's
@@ -342,6 +352,26 @@ class EventCorrelator:
             return Correlated(skip=True)
         return Correlated(skip=False, event=event, patch=patch, observation=observation)
 
+    def correlate_made(self, event: Obj, parts: Parts, spam: Key, *, now: float) -> Correlated:
+        """:meth:`correlate` of an Event the recorder made, about an involved object of these
+        ``parts``, with spam key ``spam``: its keys are built from the parts it was made of, not
+        read back out of it (the same keys, three tuples of a dozen fields an event)."""
+        source = event["source"]
+        component, host = source["component"], source.get("host", "")
+        type, reason, message = event["type"], event["reason"], event["message"]
+        key = _parts_group_key(component, host, parts, type, reason, event["reportingComponent"],
+                               event["reportingInstance"])
+        aggregator = self.aggregator
+        if aggregator.fold(key, message, now=now):
+            event = aggregator.combined(event, message, now=now)
+        else:
+            key = _parts_event_key(component, host, parts, event["involvedObject"].get("fieldPath", ""), type,
+                                   reason, message)
+        event, patch, observation = self.logger.observe(event, key)
+        if self.spam_filter.skip_key(spam, now=now):
+            return Correlated(skip=True)
+        return Correlated(skip=False, event=event, patch=patch, observation=observation)
+
     def correlate_unwritten(self, component: str, host: str, ref: Obj, type: str, reason: str, message: str, *,
                             now: float) -> bool:
         """:meth:`correlate` for an event that will not be written, from its parts (no Event is
@@ -351,7 +381,7 @@ class EventCorrelator:
         a recorder writing all."""
         parts = reference_parts(ref)
         return self.correlate_parts(component, host, parts, ref.get("fieldPath", ""), type, reason, message,
-                                    now=now, spam=(component, host, *parts))  # (_spam_key's)
+                                    now=now, spam=_parts_spam_key(component, host, parts))
 
     def correlate_parts(self, component: str, host: str, parts: Parts, field_path: str, type: str, reason: str,
                         message: str, *, now: float, spam: Key) -> bool:
@@ -547,7 +577,7 @@ class EventRecorder:
         if self.written_reasons is not None and reason not in self.written_reasons and isinstance(md, dict):
             # Not to be written: correlated from the object's parts, no reference built.
             parts = object_parts(obj, md)
-            spam: Key = (self.component, host or "", *parts)  # (_spam_key's)
+            spam = _parts_spam_key(self.component, host or "", parts)
             if self._full(spam, parts[1], parts[2], reason, message):
                 return
             now = self.clock.now()
@@ -559,7 +589,8 @@ class EventRecorder:
                 self.stats.withheld += 1
             return
         ref = self._reference(obj, md, field_path)
-        spam = _spam_key(self.component, host or "", ref)
+        parts = reference_parts(ref)
+        spam = _parts_spam_key(self.component, host or "", parts)
         if self._full(spam, ref.get("namespace", ""), ref.get("name", ""), reason, message):
             return
         now = self.clock.now()
@@ -571,8 +602,8 @@ class EventRecorder:
                 self.stats.withheld += 1
             return
         stamp = format_rfc3339(now)
-        result = self.correlator.correlate(self._make_event(ref, type, reason, message, now=now, stamp=stamp,
-                                                            host=host), now=now)
+        result = self.correlator.correlate_made(self._make_event(ref, type, reason, message, now=now, stamp=stamp,
+                                                                 host=host), parts, spam, now=now)
         if result.skip:
             self.stats.skipped += 1
             return

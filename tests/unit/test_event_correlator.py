@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from everynode.api.meta import deep_copy
 from everynode.client.events import (
     AGGREGATE_MESSAGE_PREFIX,
     EventAggregator,
@@ -15,6 +16,7 @@ from everynode.client.events import (
     SpamFilter,
     aggregate_keys,
     event_key,
+    reference_parts,
     spam_key,
 )
 from everynode.clock import format_rfc3339
@@ -254,6 +256,8 @@ def test_an_unwritten_event_is_correlated_as_a_written_one_would_be(seed):
     names = iter(range(10**9))
     whole = EventCorrelator(cache_size=8, name_suffix=lambda now: f"{next(names)}")
     parts = EventCorrelator(cache_size=8, name_suffix=lambda now: "unused")
+    made_names = iter(range(10**9))
+    made = EventCorrelator(cache_size=8, name_suffix=lambda now: f"{next(made_names)}")
     refs = [DS_REF, OTHER_REF, {**DS_REF, "name": "third", "uid": "u-3"}, {**DS_REF, "fieldPath": "spec"}]
     now = T0
     for _ in range(400):
@@ -264,11 +268,18 @@ def test_an_unwritten_event_is_correlated_as_a_written_one_would_be(seed):
         event = ev(message, ref=ref, reason=reason, type=type_, now=now)
         event["source"] = {"component": "kubelet", **({"host": host} if host else {})}
         event["reportingComponent"], event["reportingInstance"] = "kubelet", host
-        refused = whole.correlate(event, now=now).skip
+        result = whole.correlate(deep_copy(event), now=now)
+        refused = result.skip
         assert parts.correlate_unwritten("kubelet", host, ref, type_, reason, message, now=now) is refused
-    assert [(k, g.messages, g.last_seen) for k, g in whole.aggregator._groups._entries.items()] == \
-        [(k, g.messages, g.last_seen) for k, g in parts.aggregator._groups._entries.items()]
-    assert [(k, o.count) for k, o in whole.logger._seen._entries.items()] == \
-        [(k, o.count) for k, o in parts.logger._seen._entries.items()]
-    assert [(k, b.tokens, b.last) for k, b in whole.spam_filter._buckets._entries.items()] == \
-        [(k, b.tokens, b.last) for k, b in parts.spam_filter._buckets._entries.items()]
+        # correlate_made (keys from the parts the recorder made the event of): the same verdict,
+        # the same event to write and the same patch
+        ref_parts = reference_parts(ref)
+        same = made.correlate_made(event, ref_parts, ("kubelet", host, *ref_parts), now=now)
+        assert (same.skip, same.event, same.patch) == (result.skip, result.event, result.patch)
+    for other in (parts, made):
+        assert [(k, g.messages, g.last_seen) for k, g in whole.aggregator._groups._entries.items()] == \
+            [(k, g.messages, g.last_seen) for k, g in other.aggregator._groups._entries.items()]
+        assert [(k, o.count) for k, o in whole.logger._seen._entries.items()] == \
+            [(k, o.count) for k, o in other.logger._seen._entries.items()]
+        assert [(k, b.tokens, b.last) for k, b in whole.spam_filter._buckets._entries.items()] == \
+            [(k, b.tokens, b.last) for k, b in other.spam_filter._buckets._entries.items()]
