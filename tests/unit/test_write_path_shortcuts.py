@@ -922,3 +922,59 @@ async def test_handed_over_create_stores_what_a_copied_body_stores(monkeypatch: 
         results.append(deep_copy(written))
     assert results[0] == results[1]
     assert "bogus" not in results[1][1]["involvedObject"]
+
+
+async def test_creates_within_a_second_share_their_managed_fields_list():
+    """Objects of one shape created by one manager within one second (the managedFields time's
+    resolution) carry the same managedFields list (apply.created_entries, and the template
+    creates' own): the store then knows it by identity.  Equal to what each would have had, and
+    never changed for one by a later write of another; a new second makes a new list."""
+    from everynode.client.inprocess import InProcessClient
+
+    class Ticking(Clock):
+        t = 1_767_225_600.0
+
+        def now(self) -> float:
+            return self.t
+
+    clock = Ticking()
+    # (a store that shares nothing itself: what is shared here is the API's doing)
+    client = InProcessClient(ApiService(MemoryStore(share_capacity=0), clock=clock), user_agent="kubelet/v1.33.0")
+
+    def event(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p", "uid": "u"},
+                "reason": "Started", "message": "Started container c", "source": {"component": "kubelet"},
+                "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z", "count": 1,
+                "type": "Normal"}
+
+    a = await client.create("events", event("p.1"))
+    b = await client.create("events", event("p.2"))
+    assert a["metadata"]["managedFields"] is b["metadata"]["managedFields"]
+    [entry] = b["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"], entry["time"]) == ("kubelet", "Update", "2026-01-01T00:00:00Z")
+    kept = deep_copy(b["metadata"]["managedFields"])
+
+    clock.t += 1.0
+    c = await client.create("events", event("p.3"))
+    assert c["metadata"]["managedFields"] is not b["metadata"]["managedFields"]
+    assert c["metadata"]["managedFields"][0]["time"] == "2026-01-01T00:00:01Z"
+    patched = await client.patch("events", "p.1", {"count": 2}, namespace="default", patch_type="strategic")
+    assert patched["metadata"]["managedFields"][0]["time"] == "2026-01-01T00:00:01Z"
+    stored_b = await client.get("events", "p.2", namespace="default")
+    assert stored_b["metadata"]["managedFields"] == kept
+
+    # A controller's pods, created from their template (registry/templates.py): the same.
+    await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+
+    def pod(node: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "agent-", "namespace": "ns",
+                                                                 "labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}],
+                         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                             "nodeSelectorTerms": [{"matchFields": [
+                                 {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}}
+
+    pods = [await client.create("pods", pod(f"n{i}"), namespace="ns") for i in range(3)]
+    assert pods[1]["metadata"]["managedFields"] is pods[2]["metadata"]["managedFields"]
+    assert pods[0]["metadata"]["managedFields"] == pods[2]["metadata"]["managedFields"]

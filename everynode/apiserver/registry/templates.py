@@ -85,6 +85,9 @@ class _Template:
     # atomic list), so the union with the template's tree, and its interning (a serialisation
     # of the whole tree), were the same work for every pod, a fifth of its create.
     joined: dict[bytes, Obj] = field(default_factory=dict)
+    # The managedFields list last made (its time, its field tree, the list): the pods created
+    # within one second over one tree share it (apply.created_entries says why).
+    entries: tuple[str, Obj, list[Obj]] | None = None
 
 
 _JOINED_MAX = 64  # member sets remembered per template
@@ -213,7 +216,10 @@ class TemplateCreates:
                 if joined is None:
                     joined = remember(template.joined, seen, with_members(tree, members), limit=_JOINED_MAX)
                 tree = joined
-            md["managedFields"] = [{**template.entry, "time": now, "fieldsV1": tree}]
+            made = template.entries
+            if made is None or made[0] != now or made[1] is not tree:
+                made = template.entries = (now, tree, [{**template.entry, "time": now, "fieldsV1": tree}])
+            md["managedFields"] = made[2]
         if token_account is not None:
             obj = with_token_volume(obj)
         return await store.store_new(obj, opts, md["generateName"])
