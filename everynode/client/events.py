@@ -53,6 +53,7 @@ from typing import Any, Generic, TypeVar
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
 from everynode.clock import Clock, format_rfc3339
+from everynode.memo import remember
 
 log = logging.getLogger(__name__)
 
@@ -638,8 +639,9 @@ class EventRecorder:
     def _full(self, spam: Key, namespace: Any, name: Any, reason: str, message: str) -> bool:
         """Whether the worker queue of this event's object is full: then the event is dropped
         (counted, and logged at most every :data:`DROP_LOG_INTERVAL` seconds) before the
-        correlator sees it.  (The object's namespace and name as it has them, only logged: compiled, a ``str`` here
-        raised into the controller for an object with a number for a name.)"""
+        correlator sees it.  (The object's namespace and name are taken as it has them, only to
+        be logged: compiled, a ``str`` here raised into the controller for an object with a
+        number for a name.)"""
         if len(self._queues[hash(spam) % self._workers].jobs) < self._per_worker:
             return False
         self.stats.dropped += 1
@@ -674,10 +676,7 @@ class EventRecorder:
             return _with_field_path(object_reference(obj), field_path)
         if known is not None:
             return known
-        if len(references) >= _PARTS_MAX:
-            references.clear()
-        made = references[key] = _with_field_path(object_reference(obj), field_path)
-        return made
+        return remember(references, key, _with_field_path(object_reference(obj), field_path), limit=_PARTS_MAX)
 
     def _source(self, host: str | None) -> Obj:
         """The EventSource of this recorder's events from ``host``: one dict per host
@@ -687,9 +686,7 @@ class EventRecorder:
             source = {"component": self.component}
             if host:
                 source["host"] = host
-            if len(self._sources) >= _PARTS_MAX:
-                self._sources.clear()
-            self._sources[host or ""] = source
+            remember(self._sources, host or "", source, limit=_PARTS_MAX)
         return source
 
     def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,

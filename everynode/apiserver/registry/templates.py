@@ -50,7 +50,7 @@ from everynode.api import errors
 from everynode.api.meta import deep_copy, field_of, generate_name
 from everynode.api.typecheck import check_object
 from everynode.apiserver.admission import with_token_volume
-from everynode.apiserver.patch.apply import created_members, with_members, without_members
+from everynode.apiserver.patch.apply import created_entries, created_members, with_members, without_members
 from everynode.apiserver.registry.options import RequestOptions, manager
 from everynode.apiserver.registry.strategy import Strategy, before_create
 from everynode.memo import remember
@@ -85,9 +85,6 @@ class _Template:
     # atomic list), so the union with the template's tree, and its interning (a serialisation
     # of the whole tree), were the same work for every pod, a fifth of its create.
     joined: dict[bytes, Obj] = field(default_factory=dict)
-    # The managedFields list last made (its time, its field tree, the list): the pods created
-    # within one second over one tree share it (apply.created_entries says why).
-    entries: tuple[str, Obj, list[Obj]] | None = None
 
 
 _JOINED_MAX = 64  # member sets remembered per template
@@ -216,10 +213,11 @@ class TemplateCreates:
                 if joined is None:
                     joined = remember(template.joined, seen, with_members(tree, members), limit=_JOINED_MAX)
                 tree = joined
-            made = template.entries
-            if made is None or made[0] != now or made[1] is not tree:
-                made = template.entries = (now, tree, [{**template.entry, "time": now, "fieldsV1": tree}])
-            md["managedFields"] = made[2]
+            # (the first pod's entry, made by apply.created_entries: the pods created within one
+            # second over one tree share their list, as any created objects do)
+            entry = template.entry
+            md["managedFields"] = created_entries(entry["manager"], entry["operation"], entry["apiVersion"], now,
+                                                  tree, entry.get("subresource"))
         if token_account is not None:
             obj = with_token_volume(obj)
         return await store.store_new(obj, opts, md["generateName"])
