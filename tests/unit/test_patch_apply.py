@@ -256,3 +256,20 @@ def test_memoised_positions_are_the_plain_walk():
             memoised = _position(value, node, 3)
             assert memoised == _walk(value, node, _UNMEMOISED), (path, value)
             assert orjson.dumps(memoised) == orjson.dumps(_walk(value, node, _UNMEMOISED))  # key order too
+
+
+def test_positions_whose_texts_never_repeat_are_walked_the_same():
+    """A position whose memo look-ups keep missing (a pod's IP lists and container statuses) is
+    walked without them, with a look-up every so often: the same trees either way."""
+    from everynode.apiserver.patch.apply import _TEXT_MISSES, _UNMEMOISED, _position, _walk
+
+    ips = _pod_node("status", "podIPs")
+    statuses = _pod_node("status", "containerStatuses")
+    for i in range(300):
+        ip_list = [{"ip": f"10.{i >> 8}.{i & 255}.1"}, {"ip": f"fd00::{i:x}"}]
+        status_list = [{"name": "agent", "containerID": f"containerd://{i:064x}", "ready": True,
+                        "state": {"running": {"startedAt": "2026-12-04T20:00:00Z"}}, "lastState": {}}]
+        for node, value in ((ips, ip_list), (statuses, status_list)):
+            memoised = _position(value, node, 2)
+            assert orjson.dumps(memoised) == orjson.dumps(_walk(value, node, _UNMEMOISED)), (i, value)
+    assert _TEXT_MISSES[ips] > 64 and _TEXT_MISSES[statuses] > 64  # the walks without look-ups ran

@@ -40,6 +40,7 @@ from everynode.apiserver.patch.apply import (
     _key_element,
     _minus,
     _render_fields_v1,
+    _render_key_element,
     _root_union,
     field_set,
     fields_v1,
@@ -390,12 +391,27 @@ KEY_ELEMENT_CASES = [
     ({}, ("protocol",)),
     ({"name": ["a"]}, ("name",)),
     ({"name": {"x": 1}}, ("name", "other")),
+    # one key holding a string: written out directly when Go would not escape it
+    ({"ip": "10.244.0.2"}, ("ip",)),
+    ({"ip": "fe80::1"}, ("ip",)),
+    ({"name": ""}, ("name",)),
+    ({"name": "a b"}, ("name",)),
+    ({"name": 'a"b'}, ("name",)),
+    ({"name": "a\\b"}, ("name",)),
+    ({"name": "a\nb"}, ("name",)),
+    ({"name": "a\x7fb"}, ("name",)),
+    ({"name": "n\u00e4me"}, ("name",)),
+    ({"name": "a\u2028b"}, ("name",)),
+    ({"name": "a&b"}, ("name",)),
+    ({"name": "a<b"}, ("name",)),
+    ({"name": "a>b"}, ("name",)),
 ]
 
 
 @pytest.mark.parametrize(("item", "keys"), KEY_ELEMENT_CASES)
 def test_key_element_memo_renders_go_json_of_the_identity(item, keys):
     expected = "k:" + go_json(_ident(item, keys)).decode()
+    assert _render_key_element(item, keys) == expected  # what a memo miss renders
     assert _key_element(item, keys) == expected
     assert _key_element(dict(item), keys) == expected  # a memo hit
 

@@ -97,9 +97,28 @@ def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
     except TypeError:  # an unhashable key value (a list or object): render it every time
         return "k:" + go_json(_ident(item, keys)).decode()
     if element is None:
-        element = remember(_KEY_ELEMENTS, memo_key, "k:" + go_json(_ident(item, keys)).decode(),
-                           limit=_KEY_ELEMENTS_MAX)
+        element = remember(_KEY_ELEMENTS, memo_key, _render_key_element(item, keys), limit=_KEY_ELEMENTS_MAX)
     return element
+
+
+def _render_key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """``k:`` and the Go JSON of the item's key fields.  One key holding a plain string (a pod
+    IP, a name) is written out directly: Go writes such a string as it is, between quotes (no
+    character it escapes), and the general encoder cost the status write of each new pod about
+    8 K instructions for each of its two IPs, which miss the memo."""
+    if len(keys) == 1:
+        key = keys[0]
+        value = item.get(key)
+        if type(value) is str and _plain(value) and _plain(key):
+            return f'k:{{"{key}":"{value}"}}'
+    return "k:" + go_json(_ident(item, keys)).decode()
+
+
+def _plain(text: str) -> bool:
+    """Whether Go's JSON encoder writes the string as it is: printable ASCII without the
+    characters it escapes (quote, backslash, and ``<`` ``>`` ``&``, which it escapes for HTML)."""
+    return (text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+            and "<" not in text and ">" not in text and "&" not in text)
 
 
 def _list_keys(node: Node | None) -> tuple[str, ...] | None:
@@ -155,6 +174,14 @@ _POSITIONS: dict[tuple[Node | None, int, int, int], Tree] = {}
 _POSITIONS_MAX = 4096
 _SHAPED: dict[tuple[Node | None, tuple[Any, ...]], Tree] = {}
 _SHAPED_MAX = 4096
+# Schema node -> how many look-ups in a row of :func:`_position`'s text memo missed there.  A
+# position whose texts have all been new lately (a pod's IP lists and container statuses: one
+# IP, one container ID each) is walked without serialising and digesting its value for a look-up
+# that misses, except every ``_PROBE_EVERY``-th time, so that it is looked up again if it starts
+# repeating (storage/canonical.py does the same for the places it shares).
+_TEXT_MISSES: dict[Node | None, int] = {}
+_UNSHARED_STREAK = 8
+_PROBE_EVERY = 64
 
 
 def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
@@ -187,13 +214,20 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
             if shaped is None:
                 shaped = remember(_SHAPED, shaped_key, _walk(value, node, _UNMEMOISED), limit=_SHAPED_MAX)
             return shaped
+        streak = _TEXT_MISSES.get(node, 0)
+        if streak >= _UNSHARED_STREAK and streak % _PROBE_EVERY:
+            _TEXT_MISSES[node] = streak + 1
+            return _walk(value, node, depth)  # (its children keep their own memo)
         try:
             key = (node, *_digest(orjson.dumps(value)))
         except TypeError:  # not JSON-shaped (a non-string key): walk it every time
             return _walk(value, node, _UNMEMOISED)
         tree = _POSITIONS.get(key)
         if tree is None:  # its children are looked up no more (their texts are parts of this one)
+            remember(_TEXT_MISSES, node, streak + 1, limit=_POSITIONS_MAX)
             tree = remember(_POSITIONS, key, _walk(value, node, _UNMEMOISED), limit=_POSITIONS_MAX)
+        elif streak:
+            _TEXT_MISSES[node] = 0
         return tree
     return _walk(value, node, depth)
 
