@@ -427,6 +427,9 @@ class ServiceMembership:
 
     def services_to_update(self, old: Obj, new: Obj) -> builtins.set[str]:
         """``GetServicesToUpdateOnPodChange``."""
+        md = new.get("metadata") or {}
+        if not self._by_namespace.get(md.get("namespace") or ""):
+            return set()  # no Service in the pod's namespace (a pod keeps its namespace): none to update
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
         if old is new or (old_rv is not None and old_rv == (new.get("metadata") or {}).get("resourceVersion")):
             return set()  # a resync re-delivers an unchanged pod
