@@ -119,7 +119,8 @@ async def api_floor(n: int) -> float:
     from everynode.kubelet import podstatus
 
     clock = RealClock()
-    service = ApiService(MemoryStore(), clock=clock)
+    store = MemoryStore()
+    service = ApiService(store, clock=clock)
     client = InProcessClient(service)
     await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DS_NAMESPACE}})
     ds = await client.create("daemonsets.apps", daemonset_manifest())
@@ -140,6 +141,7 @@ async def api_floor(n: int) -> float:
         status = {**podstatus.placement(ip, now, ip), **podstatus.running(pod, md["uid"], now, ready=True)}
         await client.patch("pods", md["name"], {"metadata": {"uid": md["uid"]}, "status": status},
                            namespace=DS_NAMESPACE, patch_type="strategic", subresource="status")
+    store.share_deferred()  # the last pods' sharing, still waiting (storage/memory.py), counts too
     return time.perf_counter() - t0
 
 
