@@ -65,9 +65,7 @@ How, and what it costs:
   client copies bodies, HTTP decodes them, the top level and ``metadata`` are copied by
   :func:`~everynode.storage.watch.with_resource_version`), and anything the store keeps is
   immutable from then on — which is why a canonical sub-tree may be shared by many objects.
-  Only equal values are ever substituted, so what a reader sees never changes: the memory store
-  shares a version some writes after it was stored and published (memory.py, "sharing waits"),
-  and a reader holding it sees the same values before and after.
+  Only equal values are ever substituted, so what a reader sees never changes.
 """
 
 from __future__ import annotations

@@ -9,16 +9,6 @@ Why it looks like this:
   every DaemonSet pod then shares its containers, tolerations and managedFields field sets with
   the others; a pod costs ~6 KB instead of ~17 KB).  The indexes add one key tuple and one list
   slot per object.
-* **Sharing waits until a version has outlived a few writes** (``DEFERRED_SHARING``): a pod is
-  written three or four times within moments of its creation (the create, the scheduler's
-  binding, the kubelet's Pending and Running statuses), and sharing each version looked up and
-  serialised what the next write would replace.  A written version joins a FIFO instead, and
-  the write that pushes it past ``DEFERRED_SHARING`` later ones shares it if it is still the
-  stored version; one that was replaced or deleted meanwhile is dropped unshared (its
-  successor is shared in its turn, against the last version that was).  Readers see equal
-  values either way (sharing only ever substitutes equal values, canonical.py); memory holds at
-  most that many unshared versions.  Measured in ``api_floor`` (a pod's three writes in a row,
-  then every waiting version shared): 1,840 → 1,737 M instructions at 2,000 pods (−5.6%).
 * **Events expire** ``EVENT_TTL`` (kube-apiserver ``--event-ttl``, 1 h) after their last write,
   as their etcd lease does upstream, so a long run does not accumulate them (``_after_write``).
 * **Per-resource index** ``{(namespace, name): obj}`` with a **lazily maintained sorted key list**
@@ -188,19 +178,13 @@ class ResourceIndex:
 # renewal with sharing, 60–69 µs without; the memory is ~90 MB at 65,000 nodes.
 UNSHARED_RESOURCES = frozenset({"leases.coordination.k8s.io"})
 
-# Writes after which a stored version is shared (module docstring: sharing waits); 0 shares each
-# version as it is written.  1,024 versions cover the writes of a pod's start several hundred pods
-# deep, for a few MB of unshared content at most.
-DEFERRED_SHARING = 1024
-
 
 class MemoryStore(Store):
     """All objects in memory; nothing survives the process.  Also the base of :class:`SqliteStore`."""
 
     def __init__(self, *, history: int = 10_000, watcher_backlog: int = 100_000,
                  share_capacity: int = DEFAULT_CAPACITY, event_ttl: float | None = EVENT_TTL,
-                 unshared: frozenset[str] = UNSHARED_RESOURCES, share_updates: bool = True,
-                 deferred_sharing: int = DEFERRED_SHARING) -> None:
+                 unshared: frozenset[str] = UNSHARED_RESOURCES, share_updates: bool = True) -> None:
         self._indexes: dict[str, ResourceIndex] = {}
         # Objects that expire (Events, as etcd leases expire them upstream): resource -> seconds.
         self._ttl: dict[str, float] = {r: event_ttl for r in TTL_RESOURCES} if event_ttl else {}
@@ -214,12 +198,6 @@ class MemoryStore(Store):
         # False: an update keeps what it carries over of the stored version (canonical already)
         # and stores what it brings as written; only creates are shared (``_shared``).
         self._share_updates = share_updates
-        # Versions written but not yet shared, oldest first: (resource, key, version, the last
-        # shared version it replaces); and by id, the ones among them still unshared (ids stay
-        # theirs: the FIFO keeps them alive until they leave both).
-        self._deferred_limit = deferred_sharing
-        self._deferred: deque[tuple[str, Key, Obj, Obj | None]] = deque()
-        self._unshared_versions: dict[int, tuple[Obj, Obj | None]] = {}
         self._writes: dict[str, int] = {}  # resource -> writes applied (Store.writes)
         self._rv = 0  # last applied (visible) resourceVersion
         self._assigned_rv = 0  # last resourceVersion handed to a write (>= _rv)
@@ -395,64 +373,16 @@ class MemoryStore(Store):
         """The object about to be stored, its sub-trees replaced by equal ones already stored
         (``previous``: the stored version it replaces, whose carried-over parts are kept as are)."""
         canonical = self._canonical
-        if canonical is None or not self._shares(resource, previous):
+        if canonical is None or resource in self._unshared or (previous is not None and not self._share_updates):
             return obj
         return canonical.object(obj, previous)
-
-    def _shares(self, resource: str, current: Obj | None) -> bool:
-        """Whether a version of ``resource`` that replaces ``current`` (None: a create) joins
-        structural sharing (``UNSHARED_RESOURCES``, ``share_updates``)."""
-        return self._canonical is not None and resource not in self._unshared and (
-            current is None or self._share_updates)
-
-    def _defer_sharing(self, resource: str, key: Key, obj: Obj, current: Obj | None) -> Obj:
-        """The version about to be stored, shared now or queued to be shared later (module
-        docstring: sharing waits); ``current``: the stored version it replaces.  Shares the
-        queue's oldest versions that are due."""
-        canonical = self._canonical
-        if canonical is None or not self._shares(resource, current):
-            return obj
-        limit = self._deferred_limit
-        if limit <= 0:
-            return canonical.object(obj, current)
-        # The identity skips of sharing need a previous version that was shared: an unshared
-        # one's (still queued) stands in for it.
-        previous = current
-        if current is not None:
-            pending = self._unshared_versions.get(id(current))
-            if pending is not None and pending[0] is current:
-                previous = pending[1]
-        self._unshared_versions[id(obj)] = (obj, previous)
-        self._deferred.append((resource, key, obj, previous))
-        if len(self._deferred) > limit:
-            self._share_due(limit)
-        return obj
-
-    def _share_due(self, keep: int) -> None:
-        """Share the queued versions beyond the newest ``keep`` that are still stored."""
-        canonical = self._canonical
-        deferred = self._deferred
-        unshared = self._unshared_versions
-        while len(deferred) > keep:
-            resource, key, obj, previous = deferred.popleft()
-            pending = unshared.get(id(obj))
-            if pending is not None and pending[0] is obj:
-                del unshared[id(obj)]
-            if canonical is not None and self._lookup(resource, key) is obj:
-                canonical.object(obj, previous)
-
-    def share_deferred(self) -> None:
-        """Share every queued version now (benchmarks that count sharing's cost in full, and
-        tests that look at what is shared)."""
-        self._share_due(0)
 
     def _prepare_create(self, resource: str, obj: Obj) -> WatchEvent:
         key = object_key(obj)
         if self._lookup(resource, key) is not None:
             raise KeyExistsError(f"{resource} {_display(key)} already exists")
         rv = self._next_rv()
-        return WatchEvent(ADDED, self._defer_sharing(resource, key, with_resource_version(obj, rv), None),
-                          rv, resource, None)
+        return WatchEvent(ADDED, self._shared(with_resource_version(obj, rv), None, resource), rv, resource, None)
 
     def _prepare_update(self, resource: str, obj: Obj, expected_rv: int | None) -> WatchEvent:
         key = object_key(obj)
@@ -463,8 +393,7 @@ class MemoryStore(Store):
             raise ConflictError(f"{resource} {_display(key)}: resourceVersion {expected_rv} is stale "
                                 f"(stored {resource_version_of(current)})")
         rv = self._next_rv()
-        return WatchEvent(MODIFIED, self._defer_sharing(resource, key, with_resource_version(obj, rv), current),
-                          rv, resource, current)
+        return WatchEvent(MODIFIED, self._shared(with_resource_version(obj, rv), current, resource), rv, resource, current)
 
     def _prepare_delete(self, resource: str, key: Key, expected_rv: int | None,
                         expected_uid: str | None) -> WatchEvent:

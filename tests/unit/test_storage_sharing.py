@@ -224,10 +224,8 @@ async def test_stores_share_equal_subtrees(backend: str, tmp_path) -> None:
     try:
         a = await store.create("pods", deep_copy(pod("a", "n1")))
         b = await store.create("pods", deep_copy(pod("b", "n2")))
-        store.share_deferred()
         assert a["spec"]["containers"] is b["spec"]["containers"]
         updated = await store.update("pods", {**deep_copy(b), "status": {"phase": "Failed"}})
-        store.share_deferred()
         assert updated["spec"]["containers"] is a["spec"]["containers"]
         assert store.get("pods", "default", "b")["status"] == {"phase": "Failed"}
     finally:
@@ -254,7 +252,6 @@ async def test_updates_can_be_kept_out_of_sharing() -> None:
     store = MemoryStore(share_updates=False)
     a = await store.create("pods", deep_copy(pod("a", "n1")))
     b = await store.create("pods", deep_copy(pod("b", "n2")))
-    store.share_deferred()
     assert a["spec"]["containers"] is b["spec"]["containers"]
     status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     await store.update("pods", {**a, "status": deep_copy(status)})
@@ -268,7 +265,6 @@ async def test_updates_can_be_kept_out_of_sharing() -> None:
     b = await shared.create("pods", deep_copy(pod("b", "n2")))
     await shared.update("pods", {**a, "status": deep_copy(status)})
     updated = await shared.update("pods", {**b, "status": deep_copy(status)})
-    shared.share_deferred()
     assert updated["status"]["conditions"] is shared.get("pods", "default", "a")["status"]["conditions"]
 
 
@@ -293,7 +289,6 @@ async def test_leases_are_stored_as_written(backend: str, tmp_path) -> None:
     shared = open_store("shared.db", unshared=frozenset())
     a = await shared.create("leases.coordination.k8s.io", deep_copy(lease("a")))
     b = await shared.create("leases.coordination.k8s.io", deep_copy(lease("b")))
-    shared.share_deferred()
     assert a["extra"] is b["extra"]
     await shared.close()
 
@@ -385,7 +380,7 @@ async def test_an_update_shares_its_managed_fields_entries_and_keeps_the_carried
         return {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": time,
                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}}
 
-    store = MemoryStore(deferred_sharing=0)  # each version shared as it is written
+    store = MemoryStore()
     stored = []
     for name in ("a", "b"):
         body = deep_copy(pod(name, "n1"))
@@ -400,85 +395,3 @@ async def test_an_update_shares_its_managed_fields_entries_and_keeps_the_carried
     assert a[0] is stored[0]["metadata"]["managedFields"][0] and b[0] is stored[1]["metadata"]["managedFields"][0]
     assert a[1] is b[1] and a[1] == entry("kubelet", "2026-01-01T00:00:05Z")
     assert store.get("pods", "default", "b")["metadata"]["managedFields"] == b
-
-
-# -- sharing waits until a version outlived later writes ---------------------------------------------
-
-
-async def test_a_version_is_shared_after_later_writes_and_a_replaced_one_never() -> None:
-    """storage/memory.py, "Sharing waits": a version is shared once ``deferred_sharing`` later
-    writes were made, if it is still the stored one; a version replaced before then never is."""
-    store = MemoryStore(deferred_sharing=2)
-    a = await store.create("pods", deep_copy(pod("a", "n1")))
-    b0 = await store.create("pods", deep_copy(pod("b", "n2")))
-    assert a["spec"]["containers"] is not b0["spec"]["containers"]  # nothing shared yet
-    b1 = await store.update("pods", {**deep_copy(b0), "status": {"phase": "Failed"}})  # a is due
-    await store.create("pods", deep_copy(pod("c", "n3")))  # b0 is due, but replaced: dropped
-    assert b0["spec"]["containers"] is not a["spec"]["containers"]
-    assert b1["spec"]["containers"] is not a["spec"]["containers"]
-    await store.create("pods", deep_copy(pod("d", "n4")))  # b1 is due: shared with a
-    assert b1["spec"]["containers"] is a["spec"]["containers"]
-    assert b0["spec"]["containers"] is not a["spec"]["containers"]
-    assert b0["spec"]["containers"] == a["spec"]["containers"]
-
-
-async def test_a_deleted_version_is_never_shared() -> None:
-    store = MemoryStore(deferred_sharing=1)
-    a = await store.create("pods", deep_copy(pod("a", "n1")))
-    await store.delete("pods", "default", "a")
-    b = await store.create("pods", deep_copy(pod("b", "n2")))  # a is due, but gone
-    store.share_deferred()
-    assert a["spec"]["containers"] is not b["spec"]["containers"]
-    assert store.get("pods", "default", "a") is None
-
-
-def _identity_classes(store: MemoryStore, keys: list[str]) -> tuple[str, list[list[str]]]:
-    """The stored objects' JSON, and which of their containers (by object and path) are one
-    object: a partition that full sharing determines, whatever the order it was done in."""
-    places: dict[int, list[str]] = {}
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict):
-            places.setdefault(id(value), []).append(path)
-            for k, v in value.items():
-                walk(v, f"{path}/{k}")
-        elif isinstance(value, list):
-            places.setdefault(id(value), []).append(path)
-            for i, v in enumerate(value):
-                walk(v, f"{path}/{i}")
-
-    objects = [store.get("pods", "default", key) for key in keys]
-    for key, obj in zip(keys, objects, strict=True):
-        if obj is not None:
-            walk(obj, key)
-    text = orjson.dumps(objects, option=orjson.OPT_SORT_KEYS).decode()
-    classes = sorted(sorted(paths) for paths in places.values() if len(paths) > 1)
-    return text.replace('"resourceVersion"', ""), classes
-
-
-@pytest.mark.parametrize("limit", [1, 2, 5, 1000])
-async def test_waiting_shares_what_sharing_each_version_shares(limit: int) -> None:
-    """The same writes, shared as written (``deferred_sharing=0``) or later: the same stored
-    values, and the same sub-trees are one object once every due version is shared."""
-    async def run(deferred: int) -> tuple[str, list[list[str]]]:
-        store = MemoryStore(deferred_sharing=deferred)
-        keys = [f"p{i}" for i in range(5)]
-        for i, key in enumerate(keys):
-            await store.create("pods", deep_copy(pod(key, f"n{i}")))
-        for round_ in range(3):
-            for i, key in enumerate(keys):
-                current = store.get("pods", "default", key)
-                assert current is not None
-                if (i + round_) % 4 == 3:
-                    continue
-                status = {"phase": "Running" if round_ else "Pending",
-                          "conditions": [{"type": "Ready", "status": str(round_ > 1)}], "podIP": f"10.0.0.{i}"}
-                new = {**current, "status": status}
-                if round_ == 1:
-                    new["metadata"] = {**current["metadata"], "labels": {"app": "agent", "round": "1"}}
-                await store.update("pods", deep_copy(new) if i % 2 else new)
-        await store.delete("pods", "default", "p4")
-        store.share_deferred()
-        return _identity_classes(store, keys)
-
-    assert await run(limit) == await run(0)
