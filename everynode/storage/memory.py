@@ -8,7 +8,12 @@ Why it looks like this:
   an object is kept its sub-trees are replaced by equal ones already stored (canonical.py:
   every DaemonSet pod then shares its containers, tolerations and managedFields field sets with
   the others; a pod costs ~6 KB instead of ~17 KB).  The indexes add one key tuple and one list
-  slot per object.
+  slot per object.  Each version is shared as it is written, even one the next write replaces
+  moments later (a pod's create, binding and Pending status): sharing a version only once it had
+  outlived 1,024 later writes, and never one replaced before, took 5.6% off ``api_floor``'s
+  instructions but added wall time — 2.17 → 2.48 s for ``bench converge --nodes 5000`` (medians
+  of seven interleaved runs) — as a version shared that late is walked out of the CPU's caches,
+  and the queue kept every replaced version alive past the young collections.
 * **Events expire** ``EVENT_TTL`` (kube-apiserver ``--event-ttl``, 1 h) after their last write,
   as their etcd lease does upstream, so a long run does not accumulate them (``_after_write``).
 * **Per-resource index** ``{(namespace, name): obj}`` with a **lazily maintained sorted key list**
