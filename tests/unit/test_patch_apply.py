@@ -273,3 +273,24 @@ def test_positions_whose_texts_never_repeat_are_walked_the_same():
             memoised = _position(value, node, 2)
             assert orjson.dumps(memoised) == orjson.dumps(_walk(value, node, _UNMEMOISED)), (i, value)
     assert _TEXT_MISSES[ips] > 64 and _TEXT_MISSES[statuses] > 64  # the walks without look-ups ran
+
+
+def test_update_trees_that_never_repeat_are_kept_without_interning():
+    """An update's field set that never equals another (a kubelet's status entry with its pod's IPs)
+    stops being serialised for interning after a few misses, but is looked up again now and then;
+    one that repeats is still shared."""
+    from everynode.apiserver.patch.apply import _TREES, _UNIQUE_TREES, _interned_update
+
+    def unique(i: int) -> dict:
+        return {"f:status": {"f:podIP": {}, "f:podIPs": {f'k:{{"ip":"10.0.{i >> 8}.{i & 255}"}}': {".": {}, "f:ip": {}}}}}
+
+    trees = [unique(i) for i in range(300)]
+    kept = [_interned_update(tree, "v1", "UniqueTreesTestKind") for tree in trees]
+    assert kept == [unique(i) for i in range(300)]
+    assert _UNIQUE_TREES[("v1", "UniqueTreesTestKind", ("f:status",))] > 64
+    assert sum(a is b for a, b in zip(kept, trees, strict=True)) == 300  # nothing else to share them with
+    entered = {id(tree) for tree in _TREES.values()}
+    assert sum(id(tree) in entered for tree in trees) < 30  # the first misses and the probes only
+    repeated = [_interned_update({"f:status": {"f:phase": {}}}, "v1", "RepeatedTreesTestKind") for _ in range(3)]
+    assert repeated[0] == {"f:status": {"f:phase": {}}}
+    assert repeated[1] is repeated[0] and repeated[2] is repeated[0]

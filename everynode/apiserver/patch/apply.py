@@ -89,7 +89,9 @@ def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
         value = item.get(key, _MISSING)
         if value is _MISSING:
             value = KEY_DEFAULTS.get(key, _MISSING)
-        memo_key: tuple[Any, ...] = (keys,) if value is _MISSING else (keys, (key, value.__class__, value))
+        # (a string is told apart from the other types by itself: no other value equals one)
+        memo_key: tuple[Any, ...] = ((keys,) if value is _MISSING else (keys, value) if type(value) is str
+                                     else (keys, (key, value.__class__, value)))
     else:
         memo_key = (keys, *[(k, v.__class__, v) for k, v in _ident(item, keys).items()])
     try:
@@ -399,6 +401,32 @@ def _interned(tree: Tree) -> Tree:
     shared = _TREES.get(key)
     if shared is not None:
         return shared
+    return remember(_TREES, key, tree, limit=_TREES_MAX)
+
+
+# (apiVersion, kind, the tree's top-level fields) -> how many times in a row an update's tree of
+# that kind found no equal one to share.  A kubelet's status entry holds its pod's IPs: it was
+# serialised and digested at every status write for a look-up that never hits, and it filled
+# the table, whose clears then cost the trees that do repeat their sharing.
+_UNIQUE_TREES: dict[tuple[str, str, tuple[str, ...]], int] = {}
+
+
+def _interned_update(tree: Tree, api_version: str, kind: str) -> Tree:
+    """:func:`_interned` for an update's entries, except for a kind of tree whose last
+    ``_UNSHARED_STREAK`` internings all missed: kept as it is, but looked up again every
+    ``_PROBE_EVERY``-th time (the rule of :func:`_position`'s memo)."""
+    which = (api_version, kind, tuple(tree))
+    streak = _UNIQUE_TREES.get(which, 0)
+    if streak >= _UNSHARED_STREAK and streak % _PROBE_EVERY:
+        _UNIQUE_TREES[which] = streak + 1
+        return tree
+    key = _digest(orjson.dumps(tree))
+    shared = _TREES.get(key)
+    if shared is not None:
+        if streak:
+            _UNIQUE_TREES[which] = 0
+        return shared
+    remember(_UNIQUE_TREES, which, streak + 1, limit=_TREES_MAX)
     return remember(_TREES, key, tree, limit=_TREES_MAX)
 
 
@@ -754,11 +782,12 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
                 continue
             owned = _root_union(_minus(tree, removed), changed)
             if owned:
-                rendered.append(_make_entry(me[0], operation, api_version, stamp, _interned(owned), subresource))
+                rendered.append(_make_entry(me[0], operation, api_version, stamp,
+                                            _interned_update(owned, api_version, kind), subresource))
         elif old and (_meets(tree, changed) or _meets(tree, removed)):
             kept = _minus(_minus(tree, changed), removed)
             if kept:
-                rendered.append({**entry, "fieldsV1": _interned(kept)})
+                rendered.append({**entry, "fieldsV1": _interned_update(kept, api_version, kind)})
         elif tree:
             rendered.append(entry)
     if not found and changed and not old and not rendered:
@@ -766,7 +795,8 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
         md["managedFields"] = created_entries(me[0], operation, api_version, time, changed, subresource)
         return result
     if not found and changed:
-        rendered.append(_make_entry(me[0], operation, api_version, time, changed if not old else _interned(changed),
+        rendered.append(_make_entry(me[0], operation, api_version, time,
+                                    changed if not old else _interned_update(changed, api_version, kind),
                                     subresource))
     if rendered:
         md["managedFields"] = rendered
