@@ -10,7 +10,7 @@ DaemonSet pod, Lease and Event share — are back within a few writes.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Final, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -23,3 +23,30 @@ def remember(memo: dict[K, V], key: K, value: V, *, limit: int) -> V:
         memo.clear()
     memo[key] = value
     return value
+
+
+# A memo place (a schema position, a kind of tree) whose last UNSHARED_STREAK look-ups all missed
+# is not looked up any more, but on every PROBE_EVERY-th visit (storage/canonical.py shares its
+# places by the same numbers).
+UNSHARED_STREAK: Final = 8
+PROBE_EVERY: Final = 64
+
+
+def skips_look_up(misses: dict[K, int], place: K) -> bool:
+    """Whether this visit of ``place`` skips its memo look-up: the last ``UNSHARED_STREAK``
+    look-ups there all missed (a pod's IPs, unique to it), and this is not a probe, which looks
+    again so that a place that starts repeating is memoised again.  A skipped visit is counted."""
+    streak = misses.get(place, 0)
+    if streak >= UNSHARED_STREAK and streak % PROBE_EVERY:
+        misses[place] = streak + 1
+        return True
+    return False
+
+
+def record_look_up(misses: dict[K, int], place: K, hit: bool, *, limit: int) -> None:
+    """Count a look-up at ``place`` for :func:`skips_look_up`: a hit ends its streak of misses."""
+    if hit:
+        if misses.get(place):
+            misses[place] = 0
+    else:
+        remember(misses, place, misses.get(place, 0) + 1, limit=limit)

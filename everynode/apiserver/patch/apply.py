@@ -40,7 +40,7 @@ from everynode.api.errors import ApiError, bad_request, status
 from everynode.api.gojson import go_json
 from everynode.api.meta import deep_copy, field_of
 from everynode.api.schema import Node
-from everynode.memo import remember
+from everynode.memo import record_look_up, remember, skips_look_up
 
 Path = tuple[str, ...]
 Tree = dict[str, Any]  # a FieldsV1 tree (or one node of it)
@@ -179,11 +179,8 @@ _SHAPED_MAX = 4096
 # Schema node -> how many look-ups in a row of :func:`_position`'s text memo missed there.  A
 # position whose texts have all been new lately (a pod's IP lists and container statuses: one
 # IP, one container ID each) is walked without serialising and digesting its value for a look-up
-# that misses, except every ``_PROBE_EVERY``-th time, so that it is looked up again if it starts
-# repeating (storage/canonical.py does the same for the places it shares).
+# that misses, but for a probe now and then (memo.skips_look_up).
 _TEXT_MISSES: dict[Node | None, int] = {}
-_UNSHARED_STREAK = 8
-_PROBE_EVERY = 64
 
 
 def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
@@ -216,20 +213,16 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
             if shaped is None:
                 shaped = remember(_SHAPED, shaped_key, _walk(value, node, _UNMEMOISED), limit=_SHAPED_MAX)
             return shaped
-        streak = _TEXT_MISSES.get(node, 0)
-        if streak >= _UNSHARED_STREAK and streak % _PROBE_EVERY:
-            _TEXT_MISSES[node] = streak + 1
+        if skips_look_up(_TEXT_MISSES, node):
             return _walk(value, node, depth)  # (its children keep their own memo)
         try:
             key = (node, *_digest(orjson.dumps(value)))
         except TypeError:  # not JSON-shaped (a non-string key): walk it every time
             return _walk(value, node, _UNMEMOISED)
         tree = _POSITIONS.get(key)
+        record_look_up(_TEXT_MISSES, node, tree is not None, limit=_POSITIONS_MAX)
         if tree is None:  # its children are looked up no more (their texts are parts of this one)
-            remember(_TEXT_MISSES, node, streak + 1, limit=_POSITIONS_MAX)
             tree = remember(_POSITIONS, key, _walk(value, node, _UNMEMOISED), limit=_POSITIONS_MAX)
-        elif streak:
-            _TEXT_MISSES[node] = 0
         return tree
     return _walk(value, node, depth)
 
@@ -412,21 +405,16 @@ _UNIQUE_TREES: dict[tuple[str, str, tuple[str, ...]], int] = {}
 
 
 def _interned_update(tree: Tree, api_version: str, kind: str) -> Tree:
-    """:func:`_interned` for an update's entries, except for a kind of tree whose last
-    ``_UNSHARED_STREAK`` internings all missed: kept as it is, but looked up again every
-    ``_PROBE_EVERY``-th time (the rule of :func:`_position`'s memo)."""
+    """:func:`_interned` for an update's entries, except for a kind of tree whose recent
+    internings all missed: kept as it is, but for a probe now and then (memo.skips_look_up)."""
     which = (api_version, kind, tuple(tree))
-    streak = _UNIQUE_TREES.get(which, 0)
-    if streak >= _UNSHARED_STREAK and streak % _PROBE_EVERY:
-        _UNIQUE_TREES[which] = streak + 1
+    if skips_look_up(_UNIQUE_TREES, which):
         return tree
     key = _digest(orjson.dumps(tree))
     shared = _TREES.get(key)
+    record_look_up(_UNIQUE_TREES, which, shared is not None, limit=_TREES_MAX)
     if shared is not None:
-        if streak:
-            _UNIQUE_TREES[which] = 0
         return shared
-    remember(_UNIQUE_TREES, which, streak + 1, limit=_TREES_MAX)
     return remember(_TREES, key, tree, limit=_TREES_MAX)
 
 
