@@ -27,7 +27,7 @@ def remember(memo: dict[K, V], key: K, value: V, *, limit: int) -> V:
 
 # A memo place (a schema position, a kind of tree) whose last UNSHARED_STREAK look-ups all missed
 # is not looked up any more, but on every PROBE_EVERY-th visit (storage/canonical.py shares its
-# places by the same numbers).
+# places by these numbers too, with a rule of its own for the places it stops walking).
 UNSHARED_STREAK: Final = 8
 PROBE_EVERY: Final = 64
 

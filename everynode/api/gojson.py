@@ -30,7 +30,18 @@ _HTML_RE = re.compile("[<>&\u2028\u2029]")
 _SURROGATE_RE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
 
 
+def verbatim(s: str) -> bool:
+    """Whether Go writes ``s`` as it is between its quotes: printable ASCII without a quote, a
+    backslash or the characters it escapes for HTML (``<`` ``>`` ``&``) — a name, a label, an IP.
+    Such strings skip the escaping below (and :mod:`~everynode.apiserver.patch.apply` writes
+    a pod IP's field-set key with no encoder at all)."""
+    return (s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
+            and "<" not in s and ">" not in s and "&" not in s)
+
+
 def _string(s: str) -> str:
+    if verbatim(s):
+        return f'"{s}"'
     try:
         text = orjson.dumps(s).decode()
     except orjson.JSONEncodeError:  # lone surrogates: Go would see invalid UTF-8

@@ -431,7 +431,7 @@ class ServiceMembership:
         if not self._by_namespace.get(md.get("namespace") or ""):
             return set()  # no Service in the pod's namespace (a pod keeps its namespace): none to update
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
-        if old is new or (old_rv is not None and old_rv == (new.get("metadata") or {}).get("resourceVersion")):
+        if old is new or (old_rv is not None and old_rv == md.get("resourceVersion")):
             return set()  # a resync re-delivers an unchanged pod
         pod_changed, labels_changed = pod_endpoints_changed(old, new)
         if not pod_changed and not labels_changed:

@@ -74,15 +74,16 @@ from typing import Any, Final
 
 import orjson
 
+from everynode.memo import PROBE_EVERY, UNSHARED_STREAK
+
 # Final: under mypyc these are C globals, not look-ups in the module's dict at every use.
 dumps: Final = orjson.dumps
 loads: Final = orjson.loads
 
 DEFAULT_CAPACITY: Final = 1 << 14  # entries per generation and table (module docstring)
-# A place whose look-ups found nothing this many times in a row is not looked up any more, but
-# once every PROBE_EVERY visits (module docstring: places where nothing repeats).
-UNSHARED_STREAK: Final = 8
-PROBE_EVERY: Final = 64
+# A place whose look-ups found nothing UNSHARED_STREAK times in a row is not looked up any more,
+# but once every PROBE_EVERY visits (module docstring: places where nothing repeats); the numbers
+# are memo.py's, which the managedFields memos skip by.
 
 _LIST = object()  # tags list keys so that a list never matches a dict
 _EMPTY_DICT_TEXT_HASH: Final = hash(dumps({}))

@@ -17,6 +17,10 @@ from everynode.api.gojson import format_float, go_json
     ("tab\tnl\ncr\rq\"bs\\", b'"tab\\tnl\\ncr\\rq\\"bs\\\\"'),
     ("\x01\x1f\b\f\x7f", b'"\\u0001\\u001f\\b\\f\x7f"'),
     ("caf\u00e9 \u65e5", "\"caf\u00e9 \u65e5\"".encode()),
+    # written as they are (gojson.verbatim), and one of each character that is not
+    ({"ip": "10.244.0.2", "name": "agent-x7k2q", "": "a b:c/d"}, b'{"":"a b:c/d","ip":"10.244.0.2","name":"agent-x7k2q"}'),
+    (["a<b", "a>b", "a&b"], b'["a\\u003cb","a\\u003eb","a\\u0026b"]'),
+    (["a\"b", "a\\b", "a\x7fb", "a\nb", "\u00e9"], '["a\\"b","a\\\\b","a\x7fb","a\\nb","\u00e9"]'.encode()),
     ("\ud800", b'"\xef\xbf\xbd"'),
     ([1, 2.0, -0.5, 1e21, 1e-7], b"[1,2,-0.5,1e+21,1e-7]"),
     ({"metadata": {"creationTimestamp": None, "labels": {"app": "x"}}},

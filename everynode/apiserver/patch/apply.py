@@ -37,7 +37,7 @@ import orjson
 
 from everynode.api import registry, schema
 from everynode.api.errors import ApiError, bad_request, status
-from everynode.api.gojson import go_json
+from everynode.api.gojson import go_json, verbatim
 from everynode.api.meta import deep_copy, field_of
 from everynode.api.schema import Node
 from everynode.memo import record_look_up, remember, skips_look_up
@@ -111,16 +111,9 @@ def _render_key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
     if len(keys) == 1:
         key = keys[0]
         value = item.get(key)
-        if type(value) is str and _plain(value) and _plain(key):
+        if type(value) is str and verbatim(value) and verbatim(key):
             return f'k:{{"{key}":"{value}"}}'
     return "k:" + go_json(_ident(item, keys)).decode()
-
-
-def _plain(text: str) -> bool:
-    """Whether Go's JSON encoder writes the string as it is: printable ASCII without the
-    characters it escapes (quote, backslash, and ``<`` ``>`` ``&``, which it escapes for HTML)."""
-    return (text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
-            and "<" not in text and ">" not in text and "&" not in text)
 
 
 def _list_keys(node: Node | None) -> tuple[str, ...] | None:
@@ -389,14 +382,6 @@ def _digest(text: bytes) -> tuple[int, int, int]:
     return hash(text), zlib.crc32(text), len(text)
 
 
-def _interned(tree: Tree) -> Tree:
-    key = _digest(orjson.dumps(tree))
-    shared = _TREES.get(key)
-    if shared is not None:
-        return shared
-    return remember(_TREES, key, tree, limit=_TREES_MAX)
-
-
 # (apiVersion, kind, the tree's top-level fields) -> how many times in a row an update's tree of
 # that kind found no equal one to share.  A kubelet's status entry holds its pod's IPs: it was
 # serialised and digested at every status write for a look-up that never hits, and it filled
@@ -404,18 +389,25 @@ def _interned(tree: Tree) -> Tree:
 _UNIQUE_TREES: dict[tuple[str, str, tuple[str, ...]], int] = {}
 
 
-def _interned_update(tree: Tree, api_version: str, kind: str) -> Tree:
-    """:func:`_interned` for an update's entries, except for a kind of tree whose recent
-    internings all missed: kept as it is, but for a probe now and then (memo.skips_look_up)."""
-    which = (api_version, kind, tuple(tree))
-    if skips_look_up(_UNIQUE_TREES, which):
+def _interned(tree: Tree, which: tuple[str, str, tuple[str, ...]] | None = None) -> Tree:
+    """The interned tree equal to ``tree`` (``tree`` itself, from now on, when it is the first).
+    ``which``: the kind of an update's tree (:func:`_interned_update`), whose look-ups are
+    skipped while that kind keeps missing."""
+    if which is not None and skips_look_up(_UNIQUE_TREES, which):
         return tree
     key = _digest(orjson.dumps(tree))
     shared = _TREES.get(key)
-    record_look_up(_UNIQUE_TREES, which, shared is not None, limit=_TREES_MAX)
+    if which is not None:
+        record_look_up(_UNIQUE_TREES, which, shared is not None, limit=_TREES_MAX)
     if shared is not None:
         return shared
     return remember(_TREES, key, tree, limit=_TREES_MAX)
+
+
+def _interned_update(tree: Tree, api_version: str, kind: str) -> Tree:
+    """:func:`_interned` for an update's entries, except for a kind of tree whose recent
+    internings all missed: kept as it is, but for a probe now and then (memo.skips_look_up)."""
+    return _interned(tree, (api_version, kind, tuple(tree)))
 
 
 def fields_v1(paths: AbstractSet[Path]) -> dict[str, Any]:
