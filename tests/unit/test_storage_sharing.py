@@ -202,6 +202,23 @@ def test_tables_are_bounded() -> None:
     assert a["spec"]["same"] is b["spec"]["same"]
 
 
+def test_the_identity_table_holds_the_containers_it_names() -> None:
+    """An id in the table of canonical containers is the id of the container entered under it,
+    even after every object holding that container is gone: the table keeps its containers, so
+    no later object allocated at a freed address passes for canonical (and is skipped)."""
+    canon = Canonicalizer(capacity=8)
+    for i in range(100):  # each object dropped at once; generations turn over every few objects
+        canon.object({"metadata": {"name": f"p{i}"}, "spec": {"unique": {"n": i}, "list": [i]}})
+    table = canon._canonical
+    named = set(table.new) | set(table.old)
+    assert len(named) > 8  # both generations in use
+    assert named <= {id(c) for c in [*table.held, *table.held_old]}
+    # Fresh containers (at a place that repeats) are still looked up and shared.
+    a = canon.object({"metadata": {"name": "a"}, "status": {"same": {"k": [1]}}})
+    b = canon.object({"metadata": {"name": "b"}, "status": {"same": {"k": [1]}}})
+    assert a["status"] is b["status"]
+
+
 def test_values_that_are_not_json_pass_through() -> None:
     canon = Canonicalizer()
     odd = {1: "int key"}
