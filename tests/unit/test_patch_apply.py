@@ -294,3 +294,22 @@ def test_update_trees_that_never_repeat_are_kept_without_interning():
     repeated = [_interned_update({"f:status": {"f:phase": {}}}, "v1", "RepeatedTreesTestKind") for _ in range(3)]
     assert repeated[0] == {"f:status": {"f:phase": {}}}
     assert repeated[1] is repeated[0] and repeated[2] is repeated[0]
+
+
+def test_list_type_decides_over_the_patch_strategy():
+    """A list's ``x-kubernetes-list-type`` decides how managedFields see it, over its patch
+    merge key (kube-openapi's schema conversion): a pod's ``status.hostIPs`` is ``atomic`` with
+    a merge key (one member, ``f:hostIPs: {}``, as real clusters record the kubelet's write),
+    ``status.podIPs`` a map keyed by ``ip``."""
+    old = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}}
+    new = copy.deepcopy(old)
+    new["status"].update({"hostIP": "10.0.0.2", "hostIPs": [{"ip": "10.0.0.2"}],
+                          "podIP": "10.244.0.5", "podIPs": [{"ip": "10.244.0.5"}]})
+    out = record_managed_fields(old, new, manager="kubelet", now=1000.0, api_version="v1", kind="Pod",
+                                subresource="status")
+    (entry,) = out["metadata"]["managedFields"]
+    status = entry["fieldsV1"]["f:status"]
+    assert status["f:hostIPs"] == {}
+    assert status["f:podIPs"]['k:{"ip":"10.244.0.5"}'] == {".": {}, "f:ip": {}}
+    assert ".status.hostIPs" in {path_string(p) for p in parse_fields_v1(entry["fieldsV1"])}

@@ -76,6 +76,10 @@ def _ident(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 _KEY_ELEMENTS: dict[tuple[Any, ...], str] = {}  # (keys, (type, value) per key) -> "k:{...}"
 _KEY_ELEMENTS_MAX = 16_384
+# One key holding a string (a name, a type, an IP): key -> value -> "k:{...}".  No tuple is made
+# per look-up, and none is kept per entry: such a tuple is a tracked object, which the
+# collector's young passes walked for each pod's IP (unique, so each one was kept).
+_STRING_KEY_ELEMENTS: dict[str, dict[str, str]] = {}
 
 
 def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
@@ -89,9 +93,15 @@ def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
         value = item.get(key, _MISSING)
         if value is _MISSING:
             value = KEY_DEFAULTS.get(key, _MISSING)
-        # (a string is told apart from the other types by itself: no other value equals one)
-        memo_key: tuple[Any, ...] = ((keys,) if value is _MISSING else (keys, value) if type(value) is str
-                                     else (keys, (key, value.__class__, value)))
+        if type(value) is str:  # (no other value equals a string: its own key suffices)
+            by_value = _STRING_KEY_ELEMENTS.get(key)
+            if by_value is None:
+                by_value = remember(_STRING_KEY_ELEMENTS, key, {}, limit=1024)
+            element = by_value.get(value)
+            if element is None:
+                element = remember(by_value, value, _render_key_element(item, keys), limit=_KEY_ELEMENTS_MAX)
+            return element
+        memo_key: tuple[Any, ...] = (keys,) if value is _MISSING else (keys, (key, value.__class__, value))
     else:
         memo_key = (keys, *[(k, v.__class__, v) for k, v in _ident(item, keys).items()])
     try:
@@ -117,16 +127,35 @@ def _render_key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
 
 
 def _list_keys(node: Node | None) -> tuple[str, ...] | None:
-    """Keys of an associative list, () for a set, None for an atomic list."""
+    """Keys of an associative list, () for a set, None for an atomic list.
+
+    As kube-openapi's schema conversion for structured-merge-diff has it (``pkg/schemaconv``,
+    the array visitor): ``x-kubernetes-list-type`` decides where it is given — ``atomic`` even
+    over a merge patch strategy (a pod's ``status.hostIPs``: ``f:hostIPs: {}`` in the kubelet's
+    entry, one member) — and only a list without it is keyed by its patch merge key."""
     if node is None or node.kind != "array":
         return None
     if node.list_type == "map" and node.list_map_keys:
         return node.list_map_keys
     if node.list_type == "set":
         return ()
+    if node.list_type == "atomic":
+        return None
     if node.strategy == "merge":
-        return (node.merge_key,) if node.merge_key else ()
+        return _merge_keys(node.merge_key) if node.merge_key else ()
     return None
+
+
+_MERGE_KEYS: dict[str, tuple[str]] = {}
+
+
+def _merge_keys(merge_key: str) -> tuple[str]:
+    """``(merge_key,)``, one tuple per key: a new one at each call was a tracked object the
+    key-element memo kept per item (the collector walks those)."""
+    keys = _MERGE_KEYS.get(merge_key)
+    if keys is None:
+        keys = _MERGE_KEYS[merge_key] = (merge_key,)
+    return keys
 
 
 _FIELD_ELEMENTS: dict[str, str] = {}
