@@ -47,7 +47,7 @@ How, and what it costs:
   every object: a DaemonSet pod's node pin (``spec.affinity`` and the 7 levels below it), its
   IPs, its status (new each time, though its conditions repeat).  Looking them up serialised
   and hashed every level only to miss.  A place (a path, told apart from the others at its
-  position by its key) whose last ``UNSHARED_STREAK`` look-ups all missed is no longer looked
+  position by its key, and by its container's size) whose last ``UNSHARED_STREAK`` look-ups all missed is no longer looked
   up: its container is kept as it is (and known by identity, so an update that carries it
   over still skips it), its children are shared as usual — unless nothing below it was shared
   either in as many visits (a node pin's 7 levels, a pod's IP list): then it is kept as it is,
@@ -263,8 +263,11 @@ class Canonicalizer:
             self._shared += 1
             return v
         # (``at`` is positional; the key tells places apart; creates and updates keep their own
-        # statistics: see ``_updating``)
-        place = hash((at, name, self._updating))
+        # statistics: see ``_updating``; so do containers of different sizes at one place: a
+        # pod's status has 3 members after its binding, which repeat from pod to pod, and 9
+        # after the kubelet's write, which never do — one streak for both was reset by every
+        # binding, so the kubelet's status was serialised for a look-up that always missed)
+        place = hash((at, name, self._updating, len(v)))
         misses = self._misses
         streak = misses.get(place, 0)
         capacity = self._capacity
