@@ -184,7 +184,8 @@ class Canonicalizer:
     they use more than once into locals.
     """
 
-    __slots__ = ("_containers", "_canonical", "_scalars", "_misses", "_barren", "_shared", "_capacity", "_updating")
+    __slots__ = ("_containers", "_canonical", "_scalars", "_texts", "_misses", "_barren", "_shared", "_capacity",
+                 "_updating")
 
     _containers: _Generations  # hash of path and JSON text -> container
     _canonical: _Identities  # id(canonical container) -> hash of its path
@@ -192,6 +193,10 @@ class Canonicalizer:
     _scalars: _Generations
     # Place (path hash and key) -> how many look-ups in a row found nothing there, and how many
     # visits in a row found nothing shared in the whole sub-tree (module docstring).
+    # Table key -> (the container found under it, its JSON text), for containers found by a
+    # look-up: a hit is confirmed on the texts, and the popular ones (a second's conditions, the
+    # kubelet's conditions field tree) were serialised again at every hit.
+    _texts: dict[int, tuple[Any, bytes]]
     _misses: dict[int, int]
     _barren: dict[int, int]
     _shared: int  # containers found shared so far (a sub-tree's share is the difference)
@@ -209,6 +214,7 @@ class Canonicalizer:
         self._containers = _Generations(capacity)
         self._canonical = _Identities(capacity)
         self._scalars = _Generations(capacity)
+        self._texts = {}
         self._misses = {}
         self._barren = {}
         self._shared = 0
@@ -302,14 +308,14 @@ class Canonicalizer:
         # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``).
         hit = containers.new.get(key)
         if hit is not None:
-            if dumps(hit) == text:
+            if self._has_text(key, hit, text):
                 if streak:
                     misses[place] = 0
                 self._shared += 1
                 return hit
         else:
             hit = containers.old.get(key)
-            if hit is not None and dumps(hit) == text:
+            if hit is not None and self._has_text(key, hit, text):
                 if streak:
                     misses[place] = 0
                 self._shared += 1
@@ -332,6 +338,20 @@ class Canonicalizer:
         new[key] = v  # (replaces a colliding entry, if any)
         canonical.put(i, v, at)  # (``i`` is in neither generation here: see ``known`` above)
         return v
+
+    def _has_text(self, key: int, hit: Any, text: bytes) -> bool:
+        """Whether ``hit``, the container the tables hold under ``key``, has the JSON text
+        ``text``: its text is kept from its first hit on, so that later hits compare bytes
+        instead of serialising it again (bounded like the place tables)."""
+        texts = self._texts
+        known = texts.get(key)
+        if known is not None and known[0] is hit:
+            return known[1] == text
+        hit_text = dumps(hit)
+        if len(texts) >= self._capacity >> 2:
+            texts.clear()
+        texts[key] = (hit, hit_text)
+        return hit_text == text
 
     def _children(self, v: Any, t: type, at: int) -> None:
         # The children of a container that is kept (a dict when ``t`` is dict, else a list),
@@ -374,7 +394,10 @@ class Canonicalizer:
         # the same level of the stored version this one replaces.  A child that is the same
         # object at the same place (an update carries it over) is canonical there already:
         # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
-        before: list[tuple[Any, Any]] = list(previous.items()) if type(previous) is dict else []
+        # (the keys alone, and the old child looked up by its key where the key is the same:
+        # the (key, child) pairs of ``items()`` were two tuples made per member and write)
+        old_level: dict[Any, Any] = previous if type(previous) is dict else {}
+        before: list[Any] = list(old_level)
         n_before = len(before)
         scalars = self._scalars
         for n, (key, child) in enumerate(container.items()):
@@ -387,11 +410,9 @@ class Canonicalizer:
                     container[key] = canon
                 continue
             old_child: Any = None
-            if n < n_before:
-                old_key, old_child = before[n]
-                if old_key != key:
-                    old_child = None
-                elif old_child is child:
+            if n < n_before and before[n] == key:
+                old_child = old_level[key]
+                if old_child is child:
                     continue
             if top and key == "metadata" and ct is dict:
                 self._level(child, old_child, hash((at, n)), False)
@@ -429,3 +450,4 @@ class Canonicalizer:
     def clear(self) -> None:
         for table in (self._containers, self._canonical, self._scalars):
             table.clear()
+        self._texts.clear()

@@ -219,6 +219,25 @@ def test_the_identity_table_holds_the_containers_it_names() -> None:
     assert a["status"] is b["status"]
 
 
+def test_a_hit_keeps_its_text_for_the_next_confirmation() -> None:
+    """A container found by a look-up is confirmed on its JSON text; the text is kept from its
+    first hit on (bounded), so the next hits compare bytes instead of serialising it again."""
+    canon = Canonicalizer(capacity=16)
+    first = canon.object({"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready"}]}})
+    for name in ("b", "c"):
+        again = canon.object({"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready"}]}})
+        assert again["status"] is first["status"]
+    kept = [pair for pair in canon._texts.values() if pair[0] is first["status"]]
+    assert kept and kept[0][1] == orjson.dumps(first["status"])
+    for i in range(100):  # many distinct hits: the texts stay bounded
+        for name in ("x", "y"):
+            canon.object({"metadata": {"name": name}, "status": {"n": i}})
+    assert len(canon._texts) <= 16 // 4
+    # A different text under a kept one's place is not taken for it.
+    other = canon.object({"metadata": {"name": "d"}, "status": {"conditions": [{"type": True}]}})
+    assert other["status"] is not first["status"] and other["status"]["conditions"][0]["type"] is True
+
+
 def test_values_that_are_not_json_pass_through() -> None:
     canon = Canonicalizer()
     odd = {1: "int key"}
