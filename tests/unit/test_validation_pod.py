@@ -370,3 +370,53 @@ def test_toleration_checks_are_the_plain_computation() -> None:
             assert validate_tolerations([tol], "spec.tolerations") == plain, tol
         both = validate_tolerations([_TOLERATIONS[6], "not an object", _TOLERATIONS[4]], "x")
         assert [e.field for e in both] == ["x[0].operator", "x[1].operator", "x[2].effect"]
+
+
+def _pin(*values: Any, key: str = "metadata.name", operator: str = "In", **extra: Any) -> Obj:
+    requirement = {"key": key, "operator": operator, "values": list(values)}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [requirement]}]}}, **extra}
+
+
+# DaemonSet node pins (checked alone: only the name can be wrong) and affinities of nearly their
+# shape (walked): both must give what the walk gives.
+_PINS = [
+    _pin("worker-1"),
+    _pin("ip-10-0-0-1.ec2.internal"),
+    _pin("Worker_1"),
+    _pin(""),
+    _pin("a" * 254),
+    _pin("-x-"),
+    _pin("worker-1", "worker-2"),
+    _pin("worker-1", key="metadata.namespace"),
+    _pin("worker-1", operator="NotIn"),
+    _pin("Worker_1", operator="Exists"),
+    _pin(1),
+    _pin("worker-1", podAntiAffinity={"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]}),
+    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["Bad_Name"]}],
+         "matchExpressions": [{"key": "k", "operator": "Bad"}]}]}}},
+    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"], "extra": 1}]}]}}},
+    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}},
+]
+
+
+@pytest.mark.parametrize("affinity", _PINS)
+def test_a_node_pin_checked_alone_gives_what_the_walk_gives(affinity: Obj) -> None:
+    from everynode.api.validation.pod import _validate_affinity_walk, validate_affinity
+
+    def found(errs: list[Any]) -> list[tuple[str, str, str]]:
+        return [(e.field, e.type, e.detail) for e in errs]
+
+    assert found(validate_affinity(affinity, "spec.affinity")) == found(_validate_affinity_walk(affinity, "spec.affinity"))
+    assert found(validate_affinity(affinity, "")) == found(_validate_affinity_walk(affinity, ""))
+
+
+def test_only_the_daemonset_pin_shape_is_checked_alone() -> None:
+    from everynode.api.validation.pod import _node_pin_name
+
+    assert [_node_pin_name(a) for a in _PINS[:6]] == ["worker-1", "ip-10-0-0-1.ec2.internal", "Worker_1", "",
+                                                      "a" * 254, "-x-"]
+    assert all(_node_pin_name(a) is None for a in _PINS[6:])
+    assert _node_pin_name(None) is None and _node_pin_name({}) is None

@@ -797,7 +797,51 @@ def _validate_pod_affinity(affinity: Obj, path: str) -> list[FieldError]:
     return errs
 
 
+# The node pin's one value, below ``affinity``: the path of the only rule the pin can break.
+_PIN_VALUE = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]"
+
+
+def _node_pin_name(affinity: Any) -> str | None:
+    """The node name of a DaemonSet pod's node pin, the affinity its controller writes
+    (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`` with the one term
+    ``matchFields: [{key: metadata.name, operator: In, values: [name]}]``: upstream
+    ``ReplaceDaemonSetPodNodeNameNodeAffinity`` on a template without node affinity), or None
+    for any other affinity."""
+    if type(affinity) is not dict or len(affinity) != 1:
+        return None
+    node = affinity.get("nodeAffinity")
+    if type(node) is not dict or len(node) != 1:
+        return None
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if type(required) is not dict or len(required) != 1:
+        return None
+    terms = required.get("nodeSelectorTerms")
+    if type(terms) is not list or len(terms) != 1 or type(terms[0]) is not dict or len(terms[0]) != 1:
+        return None
+    fields = terms[0].get("matchFields")
+    if type(fields) is not list or len(fields) != 1 or type(fields[0]) is not dict or len(fields[0]) != 3:
+        return None
+    requirement: dict[str, Any] = fields[0]
+    values = requirement.get("values")
+    if (requirement.get("key") != "metadata.name" or requirement.get("operator") != "In"
+            or type(values) is not list or len(values) != 1 or type(values[0]) is not str):
+        return None
+    name: str = values[0]
+    return name
+
+
 def validate_affinity(affinity: Any, path: str) -> list[FieldError]:
+    """``validateAffinity``.  A DaemonSet pod's node pin, which every one of its pods carries
+    with its own node's name, can break one rule only — its name's — so it is checked alone:
+    the walk of its seven levels building each one's field path was most of a templated pod's
+    own validation (tests/unit/test_validation_pod.py: the same errors as the walk)."""
+    name = _node_pin_name(affinity)
+    if name is not None:
+        return [field.invalid(child(path, _PIN_VALUE), name, m) for m in name_is_dns_subdomain(name)]
+    return _validate_affinity_walk(affinity, path)
+
+
+def _validate_affinity_walk(affinity: Any, path: str) -> list[FieldError]:
     if affinity is None:
         return []
     aff = as_dict(affinity)
@@ -957,7 +1001,9 @@ def validate_pod_create_per_object(pod: Obj) -> list[FieldError]:
     template — the name (generated) and ``_PER_POD_FIELDS`` — in the order it applies them:
     a pod whose other fields passed (the same fields as another pod's) gets all its errors here
     (registry/templates.py)."""
-    errs = validate_object_name(as_dict(pod.get("metadata")), name_fn=name_is_dns_subdomain)
+    md = as_dict(pod.get("metadata"))
+    # (a name made from generateName is not remembered as valid: validation/meta.py)
+    errs = validate_object_name(md, name_fn=name_is_dns_subdomain, remember_valid=not md.get("generateName"))
     errs.extend(_validate_per_pod_fields(as_dict(pod.get("spec")), "spec"))
     return errs
 
