@@ -39,7 +39,15 @@ def container_id(pod_uid: str, name: str, restart: int) -> str:
 
 
 def image_ref(image: str) -> str:
-    """Fully qualified image name, as the runtime reports it (docker.io/library/ for short names)."""
+    """Fully qualified image name, as the runtime reports it (docker.io/library/ for short names);
+    remembered like :func:`image_id` (every status a kubelet writes names its pod's images)."""
+    known = _IMAGE_REFS.get(image)
+    if known is None:
+        known = remember(_IMAGE_REFS, image, _qualified(image), limit=_IMAGE_IDS_MAX)
+    return known
+
+
+def _qualified(image: str) -> str:
     name = image.split("@", 1)[0]
     first = name.split("/", 1)[0]
     if "/" not in name:
@@ -63,6 +71,7 @@ def image_id(image: str) -> str:
 
 
 _IMAGE_IDS: dict[str, str] = {}
+_IMAGE_REFS: dict[str, str] = {}
 _IMAGE_IDS_MAX = 1024
 
 

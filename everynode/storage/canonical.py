@@ -395,7 +395,7 @@ class Canonicalizer:
         # object at the same place (an update carries it over) is canonical there already:
         # it is skipped without a look-up (the same answer ``value`` gives, minus the work).
         # (the keys alone, and the old child looked up by its key where the key is the same:
-        # the (key, child) pairs of ``items()`` were two tuples made per member and write)
+        # listing the (key, child) pairs of ``items()`` made a tuple per member at each write)
         old_level: dict[Any, Any] = previous if type(previous) is dict else {}
         before: list[Any] = list(old_level)
         n_before = len(before)
