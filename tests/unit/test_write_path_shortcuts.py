@@ -507,6 +507,10 @@ CLEAN_CASES = [
     {"a": {"$patch": "delete"}, "b": {"$patch": "replace", "c": 1}, "d": [{"$patch": "delete", "x": 1}, {"y": 2}]},
     {"$setElementOrder/containers": [{"name": "c"}], "containers": [{"name": "c", "image": "i", "env": None}]},
     {"$retainKeys": ["a"], "a": 1},
+    # a directive after other keys (read in the same pass): the map goes to the merge all the same
+    {"a": 1, "c": {"x": None, "y": 1}, "$retainKeys": ["a", "c"]},
+    {"containers": [{"name": "c", "image": "i"}], "$setElementOrder/containers": [{"name": "c"}]},
+    {"x": {"k": 1, "$patch": "replace"}},
 ]
 
 

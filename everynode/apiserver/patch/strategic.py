@@ -237,11 +237,13 @@ def _clean(value: Any, node: Node | None) -> Any:
 def _clean_map(value: dict[str, Any], node: Node | None) -> dict[str, Any]:
     """``_merge_map({}, value, node)``, directly when ``value`` has no ``$`` keys (the usual
     case: whole new items of a status write): with nothing to merge into and no directives,
-    merging is dropping nulls and ``$patch: delete`` maps and cleaning each value."""
-    if _has_directive(value):
-        return _merge_map({}, value, node)
+    merging is dropping nulls and ``$patch: delete`` maps and cleaning each value.  The keys
+    are looked at in the same pass (a ``$`` key hands the whole map to the merge), not in a
+    pass of their own before it."""
     out: dict[str, Any] = {}
     for key, sub in value.items():
+        if type(key) is str and key.startswith("$"):
+            return _merge_map({}, value, node)  # (what is built so far is pure: dropped)
         if sub is None:
             continue
         if isinstance(sub, dict):
