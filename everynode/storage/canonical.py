@@ -23,7 +23,8 @@ How, and what it costs:
   confirmed by comparing the texts, so two different contents never share.  (Comparing the
   contents in step instead, with the members both share by identity skipped, was tried: compiled,
   it cost more than serialising the hit again — 454 M instructions of api_floor's 2,548 M.)
-  Work is top-down: a hit shares the whole sub-tree at once; only a miss descends into the
+  A container found this way keeps its text from its first hit on (a quarter of ``capacity``
+  at most), so its next hits compare bytes without serialising it again.  Work is top-down: a hit shares the whole sub-tree at once; only a miss descends into the
   children (and serialises them in turn), so the cost is about one serialisation per level of
   what is new.  Strings and ints are shared by value.
 * **Why the path is part of the key**: equal sub-trees at two places of *one* object (a
@@ -35,20 +36,20 @@ How, and what it costs:
   where the sharing is.
 * **Already-canonical sub-trees are skipped in O(1)** (by identity and path): an update that
   carries sub-trees of the stored object over unchanged (managedFields kept, a patch's untouched
-  branches) costs nothing for them.  The table of identities maps a canonical container's id to its
-  path's hash (a plain int) and holds its generation's containers in a list, so that an id it
+  branches) costs nothing for them.  The table of identities maps a canonical container's id to
+  its path's hash (a plain int) and holds its generation's containers in a list, so that an id it
   names cannot be a later object's at a freed address.  It held ``(container, path)`` tuples
-  before: one tracked object per canonical container, which the collector's young passes walk
-  like any other — 13 of the 48 tracked objects a pod's three writes left for them in
-  ``api_floor``.  Without them, medians of four interleaved ``bench converge --nodes 5000``
-  runs: ``api_floor`` 0.567 → 0.506 s and the converge 2.09 → 1.69 s, for 0.8 % fewer
-  instructions: the passes touch each young object's memory, which the CPU no longer caches.
-* **Places where nothing repeats are not looked up.**  Some places hold a new container in
-  every object: a DaemonSet pod's node pin (``spec.affinity`` and the 7 levels below it), its
-  IPs, its status (new each time, though its conditions repeat).  Looking them up serialised
-  and hashed every level only to miss.  A place (a path, told apart from the others at its
-  position by its key, and by its container's size) whose last ``UNSHARED_STREAK`` look-ups all missed is no longer looked
-  up: its container is kept as it is (and known by identity, so an update that carries it
+  before: one tracked object per canonical container, which the collector's young passes walk like
+  any other — 13 of the 48 tracked objects a pod's three writes left for them in ``api_floor``.
+  Without them, medians of four interleaved ``bench converge --nodes 5000`` runs: ``api_floor``
+  0.567 → 0.506 s and the converge 2.09 → 1.69 s, for 0.8 % fewer instructions: the passes touch
+  each young object's memory, which the CPU no longer caches.
+* **Places where nothing repeats are not looked up.**  Some places hold a new container in every
+  object: a DaemonSet pod's node pin (``spec.affinity`` and the 7 levels below it), its IPs, its
+  status (new each time, though its conditions repeat).  Looking them up serialised and hashed
+  every level only to miss.  A place (a path, told apart from the others at its position by its
+  key and by its container's size) whose last ``UNSHARED_STREAK`` look-ups all missed is no longer
+  looked up: its container is kept as it is (and known by identity, so an update that carries it
   over still skips it), its children are shared as usual — unless nothing below it was shared
   either in as many visits (a node pin's 7 levels, a pod's IP list): then it is kept as it is,
   unwalked (its strings are not interned: a few unique bytes per object).  Every
@@ -191,12 +192,13 @@ class Canonicalizer:
     _canonical: _Identities  # id(canonical container) -> hash of its path
     # str -> str and int -> int; one table (a str never equals an int; bools are not entered).
     _scalars: _Generations
+    # Table key -> (the container found under it, its JSON text), for containers found by a
+    # look-up (at most a quarter of ``capacity``): a hit is confirmed on the texts, and the
+    # popular ones (a second's conditions, the kubelet's conditions field tree) were serialised
+    # again at every hit.
+    _texts: dict[int, tuple[Any, bytes]]
     # Place (path hash and key) -> how many look-ups in a row found nothing there, and how many
     # visits in a row found nothing shared in the whole sub-tree (module docstring).
-    # Table key -> (the container found under it, its JSON text), for containers found by a
-    # look-up: a hit is confirmed on the texts, and the popular ones (a second's conditions, the
-    # kubelet's conditions field tree) were serialised again at every hit.
-    _texts: dict[int, tuple[Any, bytes]]
     _misses: dict[int, int]
     _barren: dict[int, int]
     _shared: int  # containers found shared so far (a sub-tree's share is the difference)
@@ -305,7 +307,7 @@ class Canonicalizer:
         except TypeError:  # not JSON-shaped: leave it alone
             return v
         key = hash((at, hash(text)))  # one int: the table's keys are most of its memory
-        # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``).
+        # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``; ``_has_text``).
         hit = containers.new.get(key)
         if hit is not None:
             if self._has_text(key, hit, text):
