@@ -237,7 +237,9 @@ def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: floa
             **extra: Any) -> dict[str, Any]:
     out = {"scenario": scenario, "nodes": nodes, "transport": transport, "seconds": round(seconds, 4),
            "cpu_seconds": round(cpu, 4), "peak_rss_mib": round(peak_rss_mib(), 1),
-           "floor_seconds": round(floor, 4), "ratio": round(seconds / floor, 2) if floor > 0 else None,
+           # (to the microsecond: a tiny cluster's floor, 12 pods' creates, takes tens of them, and
+           # rounded to 0.1 ms it read 0.0 beside a finite ratio)
+           "floor_seconds": round(floor, 6), "ratio": round(seconds / floor, 2) if floor > 0 else None,
            "compiled": everynode.BUILD == "fresh"}  # mypyc's build of the hot modules in use (compiled.py)
     out.update(extra)
     return out
