@@ -16,17 +16,17 @@ dicts holding them).  (Leases are nevertheless stored unshared — memory.py
 
 How, and what it costs:
 
-* **Keyed by content and place.**  A container's key is the hash of its path in the object
-  (the object's kind, then the position of each step: a key's index in its object, an item's
-  in its list) combined with the hash of its JSON text (``orjson.dumps``: one C call,
-  key order and types included, so ``true`` is not ``1`` and ``1.0`` is not ``1``).  A hit is
-  confirmed by comparing the texts, so two different contents never share.  (Comparing the
-  contents in step instead, with the members both share by identity skipped, was tried: compiled,
-  it cost more than serialising the hit again — 454 M instructions of api_floor's 2,548 M.)
-  A container found this way keeps its text from its first hit on (a quarter of ``capacity``
-  at most), so its next hits compare bytes without serialising it again.  Work is top-down: a hit shares the whole sub-tree at once; only a miss descends into the
-  children (and serialises them in turn), so the cost is about one serialisation per level of
-  what is new.  Strings and ints are shared by value.
+* **Keyed by content and place.**  A container's key is the hash of its path in the object (the
+  object's kind, then the position of each step: a key's index in its object, an item's in its
+  list) combined with the hash of its JSON text (``orjson.dumps``: one C call, key order and types
+  included, so ``true`` is not ``1`` and ``1.0`` is not ``1``).  A hit is confirmed by comparing
+  the texts, so two different contents never share.  (Comparing the contents in step instead, with
+  the members both share by identity skipped, was tried: compiled, it cost more than serialising
+  the hit again — 454 M instructions of api_floor's 2,548 M.) A container found this way keeps its
+  text from its first hit on (a quarter of ``capacity`` at most), so its next hits compare bytes
+  without serialising it again.  Work is top-down: a hit shares the whole sub-tree at once; only a
+  miss descends into the children (and serialises them in turn), so the cost is about one
+  serialisation per level of what is new.  Strings and ints are shared by value.
 * **Why the path is part of the key**: equal sub-trees at two places of *one* object (a
   DaemonSet's ``metadata.labels``, ``spec.selector.matchLabels`` and template labels) must stay
   distinct objects, because ``copy.deepcopy`` — used by the jsonpatch library — keeps such
@@ -165,6 +165,11 @@ class _Identities:
         new[i] = at
         self.held.append(v)
 
+    def path(self, i: int) -> int | None:
+        """The hash of the path the container whose id is ``i`` is canonical at, if it is."""
+        at = self.new.get(i)
+        return at if at is not None else self.old.get(i)
+
     def __len__(self) -> int:
         return len(self.new) + len(self.old)
 
@@ -252,9 +257,7 @@ class Canonicalizer:
                     self._shared += 1
                     return containers.intern(key, hit)
             i = id(v)
-            known = canonical.new.get(i)
-            if known is None:
-                known = canonical.old.get(i)
+            known = canonical.path(i)
             if known is not None:
                 if known == at:
                     return v
@@ -264,9 +267,7 @@ class Canonicalizer:
             canonical.put(i, v, at)
             return v
         i = id(v)
-        known = canonical.new.get(i)  # (the path ``v`` is canonical at, if it is)
-        if known is None:
-            known = canonical.old.get(i)
+        known = canonical.path(i)
         if known == at:
             self._shared += 1
             return v

@@ -238,6 +238,18 @@ def test_a_hit_keeps_its_text_for_the_next_confirmation() -> None:
     assert other["status"] is not first["status"] and other["status"]["conditions"][0]["type"] is True
 
 
+def test_a_place_keeps_its_statistics_per_container_size() -> None:
+    """One place holding small containers that repeat and larger ones that never do (a pod's
+    status after its binding and after the kubelet's write): the repeating ones' hits do not
+    reset the others' streak of misses, so the unique ones stop being looked up (and entered)."""
+    canon = Canonicalizer()
+    for i in range(100):
+        canon.object({"metadata": {"name": f"a{i}"}, "status": {"phase": "Pending", "qos": "B", "n": 0}})
+        canon.object({"metadata": {"name": f"b{i}"}, "status": {"phase": "Running", "ip": f"10.0.0.{i}", "a": 1,
+                                                                  "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7}})
+    assert len(canon._containers) < 30  # about 8 misses and a probe or two, not all 100
+
+
 def test_values_that_are_not_json_pass_through() -> None:
     canon = Canonicalizer()
     odd = {1: "int key"}

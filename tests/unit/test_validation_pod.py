@@ -420,3 +420,20 @@ def test_only_the_daemonset_pin_shape_is_checked_alone() -> None:
                                                       "a" * 254, "-x-"]
     assert all(_node_pin_name(a) is None for a in _PINS[6:])
     assert _node_pin_name(None) is None and _node_pin_name({}) is None
+
+
+def test_a_generated_name_is_checked_but_not_remembered() -> None:
+    """A name made from ``generateName`` is new by construction: it is checked (its errors come
+    as always) but not entered in the table of names known valid, which keeps the names that
+    repeat; a given name is remembered."""
+    from everynode.api.names import name_is_dns_subdomain
+    from everynode.api.validation import meta
+
+    meta._VALID_NAMES.clear()
+    assert meta.validate_object_name({"name": "agent-x7k2p", "generateName": "agent-"},
+                                     name_fn=name_is_dns_subdomain) == []
+    assert not meta._VALID_NAMES
+    bad = meta.validate_object_name({"name": "Agent_X", "generateName": "Agent_"}, name_fn=name_is_dns_subdomain)
+    assert [e.field for e in bad] == ["metadata.name"]
+    assert meta.validate_object_name({"name": "web"}, name_fn=name_is_dns_subdomain) == []
+    assert (name_is_dns_subdomain, "web", False) in meta._VALID_NAMES

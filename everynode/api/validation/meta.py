@@ -235,20 +235,20 @@ def validate_object_meta(meta: Any, *, namespaced: bool, name_fn: NameFn, path: 
     if generate_name:
         errs.extend(field.invalid(child(path, "generateName"), generate_name, msg)
                     for msg in _name_errors(name_fn, generate_name, True))
-    # A name made from generateName is new by construction: remembering it would only push the
-    # names that do repeat out of the table (a DaemonSet's pods, one new name each).
-    errs.extend(validate_object_name(md, name_fn=name_fn, path=path, remember_valid=not generate_name))
+    errs.extend(validate_object_name(md, name_fn=name_fn, path=path))
     errs.extend(_validate_object_meta_common(md, namespaced=namespaced, path=path))
     return errs
 
 
-def validate_object_name(md: Obj, *, name_fn: NameFn, path: str = "metadata",
-                         remember_valid: bool = True) -> list[FieldError]:
-    """The ``metadata.name`` part of :func:`validate_object_meta` (a create's name)."""
+def validate_object_name(md: Obj, *, name_fn: NameFn, path: str = "metadata") -> list[FieldError]:
+    """The ``metadata.name`` part of :func:`validate_object_meta` (a create's name).  A name made
+    from ``generateName`` is new by construction: it is checked but not remembered as valid,
+    which would only push the names that do repeat out of the table (a DaemonSet's pods, one new
+    name each)."""
     name = as_str(md.get("name"))
     if not name:
         return [field.required(child(path, "name"), "name or generateName is required")]
-    messages = _name_errors(name_fn, name, False) if remember_valid else name_fn(name, False)
+    messages = name_fn(name, False) if md.get("generateName") else _name_errors(name_fn, name, False)
     return [field.invalid(child(path, "name"), name, msg) for msg in messages] if messages else []
 
 

@@ -1001,9 +1001,7 @@ def validate_pod_create_per_object(pod: Obj) -> list[FieldError]:
     template — the name (generated) and ``_PER_POD_FIELDS`` — in the order it applies them:
     a pod whose other fields passed (the same fields as another pod's) gets all its errors here
     (registry/templates.py)."""
-    md = as_dict(pod.get("metadata"))
-    # (a name made from generateName is not remembered as valid: validation/meta.py)
-    errs = validate_object_name(md, name_fn=name_is_dns_subdomain, remember_valid=not md.get("generateName"))
+    errs = validate_object_name(as_dict(pod.get("metadata")), name_fn=name_is_dns_subdomain)
     errs.extend(_validate_per_pod_fields(as_dict(pod.get("spec")), "spec"))
     return errs
 
