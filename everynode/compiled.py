@@ -47,11 +47,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mypy_extensions import i64 as i64
     from mypy_extensions import mypyc_attr as mypyc_attr
 else:
     try:
-        from mypy_extensions import mypyc_attr
+        from mypy_extensions import i64, mypyc_attr
     except ImportError:  # (mypy is not installed: nothing is compiled, and the decorator does nothing)
+        i64 = int  # (mypyc's native 64-bit int; from source, a plain int)
+
         def mypyc_attr(*_args: Any, **_kwargs: Any) -> Any:
             return lambda cls: cls
 

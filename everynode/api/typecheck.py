@@ -239,7 +239,11 @@ class _ObjectVerdict(_Verdict):
                 continue
             code = scalars.get(key, -1)
             if code >= 0:
-                if code != _ANY and sub is not None and not _accepts(code, self.scalar_nodes[key], sub):
+                # (a string, the most common scalar, is tested here: no call, and no look-up of
+                # the node only a predicate needs)
+                if code == _ANY or sub is None or (code == _STRING and type(sub) is str):
+                    continue
+                if not _accepts(code, self.scalar_nodes[key], sub):
                     return False
                 continue
             child = self.containers.get(key)

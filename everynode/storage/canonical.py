@@ -82,6 +82,7 @@ from typing import Any, Final
 
 import orjson
 
+from everynode.compiled import i64
 from everynode.memo import PROBE_EVERY, UNSHARED_STREAK
 
 # Final: under mypyc these are C globals, not look-ups in the module's dict at every use.
@@ -96,6 +97,26 @@ DEFAULT_CAPACITY: Final = 1 << 14  # entries per generation and table (module do
 _LIST = object()  # tags list keys so that a list never matches a dict
 _EMPTY_DICT_TEXT_HASH: Final = hash(dumps({}))
 _EMPTY_LIST_TEXT_HASH: Final = hash(dumps([]))
+
+# The hashes of paths, places and table keys: one multiply-add per step on native 64-bit ints
+# (mypyc's ``i64``), kept to 62 bits.  They were ``hash()`` of tuples: a tuple made, its members
+# boxed and hashed one by one, and the result boxed again, at every container visited and every
+# child passed down (about a sixth of the sharing's instructions in api_floor).  Compiled, the
+# product wraps modulo 2**64 (CPython's extensions build with ``-fwrapv``); from source it is
+# exact; the mask keeps the same low bits of both, so both runs key their tables alike.  Mixing
+# by an odd multiplier keeps two steps from one parent apart (``n`` differs, so does the sum),
+# and two parents' children apart unless their hashes differ by a multiple of it modulo 2**62:
+# as unlikely as a collision of the tuple hashes it replaces.  A collision would cost no
+# correctness in the tables (a hit is confirmed on the text), and in the identity table it
+# would need two paths of one object with one hash, as before.
+_MIX: Final[i64] = 0x2545F4914F6CDD1D  # (below 2**62: a literal mypyc keeps native)
+_MASK: Final[i64] = (1 << 62) - 1
+_NO_PATH: Final[i64] = -1  # (path hashes are never negative)
+
+
+def _step(at: i64, n: i64) -> i64:
+    """The hash of step ``n`` (a position, or another hash) below the path hashed ``at``."""
+    return (at * _MIX + n) & _MASK
 
 
 class _Generations:
@@ -154,7 +175,7 @@ class _Identities:
         self.held: list[Any] = []
         self.held_old: list[Any] = []
 
-    def put(self, i: int, v: Any, at: int) -> None:
+    def put(self, i: int, v: Any, at: i64) -> None:
         """Enter container ``v`` (``i`` is its id) as canonical at the path hashed ``at``."""
         new = self.new
         if len(new) >= self.capacity:
@@ -165,10 +186,15 @@ class _Identities:
         new[i] = at
         self.held.append(v)
 
-    def path(self, i: int) -> int | None:
-        """The hash of the path the container whose id is ``i`` is canonical at, if it is."""
+    def path(self, i: int) -> i64:
+        """The hash of the path the container whose id is ``i`` is canonical at, if it is
+        (else ``_NO_PATH``)."""
         at = self.new.get(i)
-        return at if at is not None else self.old.get(i)
+        if at is None:
+            at = self.old.get(i)
+            if at is None:
+                return _NO_PATH
+        return at
 
     def __len__(self) -> int:
         return len(self.new) + len(self.old)
@@ -227,7 +253,7 @@ class Canonicalizer:
         self._shared = 0
         self._updating = False
 
-    def value(self, v: Any, at: int = 0, name: Any = None) -> Any:
+    def value(self, v: Any, at: i64 = 0, name: Any = None) -> Any:
         """The canonical instance of a value (the value itself when it is the first of its kind).
 
         ``at`` is the hash of the value's path in its object, ``name`` its key there (module
@@ -246,7 +272,7 @@ class Canonicalizer:
             # (the same table entry ``dumps`` would give; empty leaves are a third of the
             # containers in managedFields trees).  The one of its place is the answer, so
             # identity only matters when there is none yet.
-            key = hash((at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH))
+            key = _step(at, _EMPTY_DICT_TEXT_HASH if t is dict else _EMPTY_LIST_TEXT_HASH)
             hit = containers.new.get(key)
             if hit is not None and type(hit) is t and not hit:
                 self._shared += 1
@@ -258,7 +284,7 @@ class Canonicalizer:
                     return containers.intern(key, hit)
             i = id(v)
             known = canonical.path(i)
-            if known is not None:
+            if known != _NO_PATH:
                 if known == at:
                     return v
                 v = t()  # canonical at another path (below): a private one
@@ -276,7 +302,7 @@ class Canonicalizer:
         # pod's status has 3 members after its binding, which repeat from pod to pod, and 9
         # after the kubelet's write, which never do — one streak for both was reset by every
         # binding, so the kubelet's status was serialised for a look-up that always missed)
-        place = hash((at, name, self._updating, len(v)))
+        place = _step(_step(at, hash(name)), len(v) * 2 + self._updating)
         misses = self._misses
         streak = misses.get(place, 0)
         capacity = self._capacity
@@ -285,7 +311,7 @@ class Canonicalizer:
             # no look-up, only its children are shared.  Every PROBE_EVERY-th visit looks
             # again, so a place that starts repeating is shared again.
             misses[place] = streak + 1
-            if known is not None:
+            if known != _NO_PATH:
                 try:
                     v = loads(dumps(v))  # canonical at another path (below): a private copy
                 except TypeError:
@@ -307,7 +333,7 @@ class Canonicalizer:
             text = dumps(v)
         except TypeError:  # not JSON-shaped: leave it alone
             return v
-        key = hash((at, hash(text)))  # one int: the table's keys are most of its memory
+        key = _step(at, hash(text))  # one int: the table's keys are most of its memory
         # Equal hashes are confirmed on the text (exact: ``true`` is not ``1``; ``_has_text``).
         hit = containers.new.get(key)
         if hit is not None:
@@ -327,7 +353,7 @@ class Canonicalizer:
             misses.clear()
             self._barren.clear()
         misses[place] = streak + 1
-        if known is not None:
+        if known != _NO_PATH:
             # Canonical at another path: sharing it here too would alias two places of one
             # object.  Use a private copy.
             v = loads(text)
@@ -356,7 +382,7 @@ class Canonicalizer:
         texts[key] = (hit, hit_text)
         return hit_text == text
 
-    def _children(self, v: Any, t: type, at: int) -> None:
+    def _children(self, v: Any, t: type, at: i64) -> None:
         # The children of a container that is kept (a dict when ``t`` is dict, else a list),
         # replaced in place by their canonical instances; ``n`` is a child's position, the key
         # of a dict's child its name, the index of a list's.  Two loops, each over its own type,
@@ -371,7 +397,7 @@ class Canonicalizer:
                     if canon is None:
                         canon = scalars.intern(child, child)
                 elif ct is dict or ct is list:
-                    canon = self.value(child, hash((at, n)), k)
+                    canon = self.value(child, _step(at, n), k)
                 else:
                     continue
                 if canon is not child:
@@ -385,13 +411,13 @@ class Canonicalizer:
                     if canon is None:
                         canon = scalars.intern(child, child)
                 elif ct is dict or ct is list:
-                    canon = self.value(child, hash((at, n)), n)
+                    canon = self.value(child, _step(at, n), n)
                 else:
                     continue
                 if canon is not child:
                     items[n] = canon
 
-    def _level(self, container: dict[Any, Any], previous: Any, at: int, top: bool) -> None:
+    def _level(self, container: dict[Any, Any], previous: Any, at: i64, top: bool) -> None:
         # One level of a stored object kept out of the tables (the object itself, and its
         # ``metadata`` when ``top``): its values are canonicalised in place.  ``previous``:
         # the same level of the stored version this one replaces.  A child that is the same
@@ -418,7 +444,7 @@ class Canonicalizer:
                 if old_child is child:
                     continue
             if top and key == "metadata" and ct is dict:
-                self._level(child, old_child, hash((at, n)), False)
+                self._level(child, old_child, _step(at, n), False)
                 continue
             if not top and ct is list and key == "managedFields" and self._updating:
                 # An update's managedFields: the list is new at every write (its writer's entry
@@ -426,9 +452,9 @@ class Canonicalizer:
                 # by identity.  Only its entries are shared: looking the list up serialised all
                 # of them (every manager's field tree) to find one new entry, the largest part
                 # of sharing a status write (api_floor: the kubelet's Running status).
-                self._children(child, list, hash((at, n)))
+                self._children(child, list, _step(at, n))
                 continue
-            canon = self.value(child, hash((at, n)), key)
+            canon = self.value(child, _step(at, n), key)
             if canon is not child:
                 container[key] = canon
 
@@ -443,7 +469,7 @@ class Canonicalizer:
         # other, and the look-up statistics of a Pod's places are not an Event's.
         kind = obj.get("kind")
         self._updating = previous is not None
-        self._level(obj, previous, hash(kind) if type(kind) is str else 0, True)
+        self._level(obj, previous, hash(kind) & _MASK if type(kind) is str else 0, True)
         return obj
 
     def entries(self) -> int:

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from everynode.api.meta import deep_copy
+from everynode.storage import canonical
 from everynode.storage.canonical import Canonicalizer
 from everynode.storage.memory import EVENT_TTL, MemoryStore
 from everynode.storage.sqlite import SqliteStore
@@ -248,6 +249,24 @@ def test_a_place_keeps_its_statistics_per_container_size() -> None:
         canon.object({"metadata": {"name": f"b{i}"}, "status": {"phase": "Running", "ip": f"10.0.0.{i}", "a": 1,
                                                                   "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7}})
     assert len(canon._containers) < 30  # about 8 misses and a probe or two, not all 100
+
+
+@pytest.mark.parametrize("at", [0, 1, 12345, (1 << 62) - 1, 0x3C2B_9A18_7F00_0001])
+@pytest.mark.parametrize("n", [0, 1, 7, -1, hash("metadata"), -(1 << 63), (1 << 63) - 1])
+def test_a_path_step_is_the_masked_exact_mix(at: int, n: int) -> None:
+    # Compiled, the step multiplies native 64-bit ints and wraps; from source it is exact.  Both
+    # must key the tables alike (the same 62 low bits), whatever the hash mixed in.
+    step = canonical._step(at, n)
+    assert step == (at * canonical._MIX + n) & canonical._MASK
+    assert 0 <= step <= canonical._MASK
+
+
+def test_sibling_and_nested_steps_stay_apart() -> None:
+    # The positions of one level and of two levels below one root give distinct path hashes.
+    root = hash("Pod") & canonical._MASK
+    one = {canonical._step(root, n) for n in range(64)}
+    two = {canonical._step(canonical._step(root, i), j) for i in range(64) for j in range(64)}
+    assert len(one) == 64 and len(two) == 64 * 64 and not one & two
 
 
 def test_values_that_are_not_json_pass_through() -> None:
