@@ -33,6 +33,12 @@ other task, long handled (the informer relisted after a clean end of its watch, 
 410).  A handler suspended at an ``await`` shows its exception to every other task meanwhile,
 and two that interleave restore each other's.  Await after the block instead (hold the
 exception, raise it again).
+
+A listed module's constants and memo tables are ``Final``: compiled code reads a ``Final`` name
+from a C static (and an int or string literal inline), any other module-level name from the
+module's dict at each use.  The type check alone looked up ``_ABSENT``, ``_ANY`` and
+``_STRING`` about a hundred times per pod in ``api_floor``.  What a test replaces with
+``monkeypatch`` stays a plain global (compiled code would not see a ``Final`` one replaced).
 """
 
 from __future__ import annotations

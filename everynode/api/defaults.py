@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.rbac import default_binding
 
 Obj = dict[str, Any]
 
-DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-DEFAULT_FILE_MODE = 420  # 0644
-DEFAULT_CLIENT_IP_TIMEOUT_SECONDS = 10800
-DEFAULT_REVISION_HISTORY_LIMIT = 10
+DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+DEFAULT_FILE_MODE: Final = 420  # 0644
+DEFAULT_CLIENT_IP_TIMEOUT_SECONDS: Final = 10800
+DEFAULT_REVISION_HISTORY_LIMIT: Final = 10
 
 
 def _set_if_none(parent: Obj, key: str, value: Any) -> None:
@@ -128,7 +128,7 @@ def _default_downward_api_items(items: list[Any]) -> None:
             _default_resource_field_ref(_dict(item, "resourceFieldRef"))
 
 
-_VOLUME_META_KEYS = frozenset({"name"})
+_VOLUME_META_KEYS: Final = frozenset({"name"})
 
 
 def _default_volume(volume: Obj) -> None:
@@ -353,7 +353,7 @@ def _nothing(obj: Obj) -> None:
     return None
 
 
-_DEFAULTERS: dict[str, Callable[[Obj], None]] = {
+_DEFAULTERS: Final[dict[str, Callable[[Obj], None]]] = {
     "pods": _default_pod,
     "daemonsets.apps": _default_daemon_set,
     "services": _default_service,
@@ -378,7 +378,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
 }
 
 
-RUNTIME_DEFAULTERS: dict[str, Callable[[Obj], None]] = {}
+RUNTIME_DEFAULTERS: Final[dict[str, Callable[[Obj], None]]] = {}
 """Defaulters of resources defined at run time (a CRD's schema defaults), by registry key;
 consulted only for keys no built-in defaulter has."""
 
@@ -399,9 +399,9 @@ def apply_defaults(resource_key: str, obj: Obj) -> None:
 
 # -- workloads (apps/v1 Deployment, ReplicaSet) ------------------------------------------------
 
-DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
-DEFAULT_MAX_UNAVAILABLE = "25%"
-DEFAULT_MAX_SURGE = "25%"
+DEFAULT_PROGRESS_DEADLINE_SECONDS: Final = 600
+DEFAULT_MAX_UNAVAILABLE: Final = "25%"
+DEFAULT_MAX_SURGE: Final = "25%"
 
 
 def _default_replica_set(obj: Obj) -> None:

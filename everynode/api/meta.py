@@ -24,16 +24,16 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 Obj = dict[str, Any]
 
 # staging/src/k8s.io/apimachinery/pkg/util/rand/rand.go: no vowels, no confusable characters.
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-MAX_GENERATED_NAME_LENGTH = 63
-RANDOM_LENGTH = 5
+NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+MAX_GENERATED_NAME_LENGTH: Final = 63
+RANDOM_LENGTH: Final = 5
 
 
 def deep_copy(obj: Any) -> Any:

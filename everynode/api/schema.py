@@ -18,15 +18,15 @@ from __future__ import annotations
 import functools
 import importlib.resources
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from everynode.api.gobase64 import base64_error
 from everynode.api.quantity import parse_quantity
 
-SCHEMA_VERSION = "v1.33.0-local"
-_REF_PREFIX = "#/$defs/"
+SCHEMA_VERSION: Final = "v1.33.0-local"
+_REF_PREFIX: Final = "#/$defs/"
 
 
 @functools.cache
@@ -136,7 +136,7 @@ def _open_node() -> Node:
     node.kind = "open"
     return node
 
-_DEF_NODES: dict[str, Node] = {}
+_DEF_NODES: Final[dict[str, Node]] = {}
 
 
 def definition_node(name: str) -> Node:
@@ -195,16 +195,18 @@ def _fill(node: Node, schema: Mapping[str, Any]) -> None:
 
 # -- scalar checks: what Go's decoder accepts for each scalar type --------------------------------
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_SPECIAL_SCALARS = {
+INT32_MIN: Final = -2 ** 31
+INT32_MAX: Final = 2 ** 31 - 1
+INT64_MIN: Final = -2 ** 63
+INT64_MAX: Final = 2 ** 63 - 1
+_SPECIAL_SCALARS: Final = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "intstr",
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "quantity",
     "io.k8s.apimachinery.pkg.apis.meta.v1.Time": "time",
     "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "time",
 }
-_SCALAR_GO_TYPES = {"int32": "int32", "int64": "int64", "float64": "float64", "bool": "bool",
-                    "string": "string", "bytes": "[]uint8"}
+_SCALAR_GO_TYPES: Final = {"int32": "int32", "int64": "int64", "float64": "float64", "bool": "bool",
+                           "string": "string", "bytes": "[]uint8"}
 
 
 def _scalar_check(definition: str, types: tuple[str, ...], fmt: str | None) -> str:
@@ -270,17 +272,17 @@ def _accept_quantity(value: Any) -> bool:
     return True
 
 
-_ACCEPTS: dict[str, Callable[[Any], bool]] = {
+_ACCEPTS: Final[dict[str, Callable[[Any], bool]]] = {
     "string": _accept_string, "bytes": _accept_bytes, "time": _accept_string, "int32": _accept_int32,
     "int64": _accept_int64, "float64": _accept_float64, "bool": _accept_bool, "intstr": _accept_intstr,
     "quantity": _accept_quantity,
 }
 
 
-OPEN = _open_node()
+OPEN: Final = _open_node()
 
 
-RUNTIME_KINDS: dict[tuple[str, str], Node] = {}
+RUNTIME_KINDS: Final[dict[tuple[str, str], Node]] = {}
 """(apiVersion, kind) → the compiled schema of a kind defined at run time (a CRD's served
 version, compiled by ``api/apiextensions/structural.py``); consulted only when no built-in
 definition matches, so built-in lookups cost nothing more."""
@@ -301,7 +303,7 @@ def kind_node(api_version: str, kind: str) -> Node | None:
 # The built-in kinds' nodes by (apiVersion, kind): every write asks (type check, managedFields),
 # and the definition's name cost a cached call and a second lookup.  Served custom kinds come and
 # go (RUNTIME_KINDS), so they are always looked up there.
-_KIND_NODES: dict[tuple[str, str], Node] = {}
+_KIND_NODES: Final[dict[tuple[str, str], Node]] = {}
 
 
 def field_schema(def_name: str, path: tuple[str, ...]) -> dict[str, Any] | None:

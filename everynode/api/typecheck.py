@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -44,7 +44,7 @@ from everynode.api.gojson import format_float
 from everynode.api.schema import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Node, kind_node
 from everynode.memo import remember
 
-MAX_PROBLEMS = 32  # structured-merge-diff reports every error; keep the message bounded
+MAX_PROBLEMS: Final = 32  # structured-merge-diff reports every error; keep the message bounded
 
 Step = str | int  # a field name / map key (str) or a list index (int)
 
@@ -121,9 +121,15 @@ def walk(api_version: str, kind: str, obj: Mapping[str, Any], *,
 
 # The scalar checks tested inline (schema.py's predicates, by the node's ``check``); any other
 # check (bytes, intstr, quantity) calls the node's predicate.
-_ANY, _STRING, _INT32, _INT64, _BOOL, _FLOAT64, _PREDICATE = 0, 1, 2, 3, 4, 5, 6
-_CHECK_CODES: dict[str, int] = {"any": _ANY, "string": _STRING, "time": _STRING, "int32": _INT32,
-                                "int64": _INT64, "bool": _BOOL, "float64": _FLOAT64}
+_ANY: Final = 0
+_STRING: Final = 1
+_INT32: Final = 2
+_INT64: Final = 3
+_BOOL: Final = 4
+_FLOAT64: Final = 5
+_PREDICATE: Final = 6
+_CHECK_CODES: Final[dict[str, int]] = {"any": _ANY, "string": _STRING, "time": _STRING, "int32": _INT32,
+                                       "int64": _INT64, "bool": _BOOL, "float64": _FLOAT64}
 
 
 def _scalar_code(node: Node) -> int:
@@ -488,7 +494,7 @@ class _Walker:
 
 # ``lists`` marks each step: None for a field name, _MAP_KEY for a map key, (list node, item) for
 # a list index (structured-merge-diff names an associative list's element by its keys).
-_MAP_KEY: Any = object()
+_MAP_KEY: Final[Any] = object()
 
 
 def _dotted(steps: list[Step], marks: list[Any], key: str) -> str:
@@ -568,8 +574,8 @@ def _same(before: Any, value: Any) -> bool:
 # the templates found clean (module docstring): a DaemonSet's pods share their spec but for the
 # node they are pinned to (``affinity``) and the one they are bound to (``nodeName``).
 _PER_OBJECT_FIELDS: dict[str, frozenset[str]] = {"io.k8s.api.core.v1.PodSpec": frozenset({"affinity", "nodeName"})}
-_CLEAN_TEMPLATES: dict[tuple[Node, bytes], bool] = {}
-_CLEAN_TEMPLATES_MAX = 4096
+_CLEAN_TEMPLATES: Final[dict[tuple[Node, bytes], bool]] = {}
+_CLEAN_TEMPLATES_MAX: Final = 4096
 
 
 def _template_key(node: Node, value: dict[str, Any], per_object: frozenset[str]) -> tuple[Node, bytes] | None:
@@ -580,8 +586,8 @@ def _template_key(node: Node, value: dict[str, Any], per_object: frozenset[str])
         return None
 
 
-_ABSENT: Any = object()
-_NOTHING_KNOWN: dict[str, Any] = {}
+_ABSENT: Final[Any] = object()
+_NOTHING_KNOWN: Final[dict[str, Any]] = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -645,8 +651,8 @@ def is_structural(problem: TypeProblem) -> bool:
     return isinstance(value, (list, dict))
 
 
-_SMD_EXPECTED = {"object": "map", "map": "map", "array": "list", "string": "string", "bytes": "string",
-                 "int32": "numeric", "int64": "numeric", "float64": "numeric", "bool": "boolean"}
+_SMD_EXPECTED: Final = {"object": "map", "map": "map", "array": "list", "string": "string", "bytes": "string",
+                        "int32": "numeric", "int64": "numeric", "float64": "numeric", "bool": "boolean"}
 
 
 def go_value(value: Any) -> str:

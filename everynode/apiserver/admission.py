@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import errors
 from everynode.api.meta import generate_name
@@ -27,28 +27,28 @@ from everynode.storage.base import Store
 
 Obj = dict[str, Any]
 
-NAMESPACES = "namespaces"
-PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
+NAMESPACES: Final = "namespaces"
+PRIORITY_CLASSES: Final = "priorityclasses.scheduling.k8s.io"
 
 # lifecycle/admission.go: these namespaces can never be deleted.
-IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+IMMORTAL_NAMESPACES: Final = frozenset({"default", "kube-system", "kube-public"})
 
-DEFAULT_SERVICE_ACCOUNT = "default"
+DEFAULT_SERVICE_ACCOUNT: Final = "default"
 # serviceaccount/admission.go: the projected token volume and where it is mounted.
-TOKEN_VOLUME_PREFIX = "kube-api-access-"
-TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-TOKEN_EXPIRATION_SECONDS = 3607  # WarnOnlyBoundTokenExpirationSeconds
-PROJECTED_DEFAULT_MODE = 0o644
-ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
+TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
+TOKEN_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_EXPIRATION_SECONDS: Final = 3607  # WarnOnlyBoundTokenExpirationSeconds
+PROJECTED_DEFAULT_MODE: Final = 0o644
+ROOT_CA_CONFIG_MAP: Final = "kube-root-ca.crt"
 # getServiceAccount: the default account is looked up this many times (the controller creates it).
-DEFAULT_SERVICE_ACCOUNT_ATTEMPTS = 10
-DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
-DEFAULT_TOLERATION_SECONDS = 300
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+DEFAULT_SERVICE_ACCOUNT_ATTEMPTS: Final = 10
+DEFAULT_PREEMPTION_POLICY: Final = "PreemptLowerPriority"
+DEFAULT_TOLERATION_SECONDS: Final = 300
+NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 
-SYSTEM_NODE_CRITICAL = "system-node-critical"
-SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
+SYSTEM_NODE_CRITICAL: Final = "system-node-critical"
+SYSTEM_CLUSTER_CRITICAL: Final = "system-cluster-critical"
 
 
 def system_priority_classes() -> list[Obj]:

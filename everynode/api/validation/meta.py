@@ -19,7 +19,7 @@ only fire on a request the service layer already turns into a Conflict), and man
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import field_errors as field
 from everynode.api.field_errors import FieldError
@@ -34,10 +34,10 @@ from everynode.memo import remember
 Obj = dict[str, Any]
 NameFn = Callable[[str, bool], list[str]]
 
-TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)
-IS_NEGATIVE_ERROR_MSG = "must be greater than or equal to 0"
-FIELD_IMMUTABLE_ERROR_MSG = "field is immutable"
-STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+TOTAL_ANNOTATION_SIZE_LIMIT_B: Final = 256 * (1 << 10)
+IS_NEGATIVE_ERROR_MSG: Final = "must be greater than or equal to 0"
+FIELD_IMMUTABLE_ERROR_MSG: Final = "field is immutable"
+STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 
 
 # --- paths and tolerant accessors ---------------------------------------------------------------
@@ -127,8 +127,8 @@ def validate_qualified_name(value: str, path: str) -> list[FieldError]:
     return errs
 
 
-_QUALIFIED_NAMES: dict[str, bool] = {}  # names known to pass validate_qualified_name
-_QUALIFIED_NAMES_MAX = 16_384
+_QUALIFIED_NAMES: Final[dict[str, bool]] = {}  # names known to pass validate_qualified_name
+_QUALIFIED_NAMES_MAX: Final = 16_384
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:
@@ -158,7 +158,7 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
 
 
 _VALID_LABELS: dict[tuple[Any, str], bool] = {}  # (key, value) pairs known to pass validate_labels
-_VALID_LABELS_MAX = 16_384
+_VALID_LABELS_MAX: Final = 16_384
 
 
 def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
@@ -252,8 +252,8 @@ def validate_object_name(md: Obj, *, name_fn: NameFn, path: str = "metadata") ->
     return [field.invalid(child(path, "name"), name, msg) for msg in messages] if messages else []
 
 
-_VALID_NAMES: dict[tuple[Any, str, bool], bool] = {}  # (name_fn, value, prefix) known to pass
-_VALID_NAMES_MAX = 16_384
+_VALID_NAMES: Final[dict[tuple[Any, str, bool], bool]] = {}  # (name_fn, value, prefix) known to pass
+_VALID_NAMES_MAX: Final = 16_384
 
 
 def _name_errors(name_fn: NameFn, value: str, prefix: bool) -> list[str]:
@@ -341,17 +341,17 @@ def validate_object_meta_update(new_meta: Any, old_meta: Any, path: str = "metad
     return errs
 
 
-_IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                   "deletionGracePeriodSeconds")
-_IMMUTABLE_META_STRINGS = frozenset({"name", "namespace", "uid"})
-_REVALIDATED_META: tuple[tuple[str, Callable[[Any, str], list[FieldError]]], ...] = (
+_IMMUTABLE_META: Final = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds")
+_IMMUTABLE_META_STRINGS: Final = frozenset({"name", "namespace", "uid"})
+_REVALIDATED_META: Final[tuple[tuple[str, Callable[[Any, str], list[FieldError]]], ...]] = (
     ("labels", validate_labels), ("annotations", validate_annotations),
     ("ownerReferences", validate_owner_references), ("finalizers", validate_finalizers))
 
 
 # --- label selectors ----------------------------------------------------------------------------
 
-_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def validate_label_selector(selector: Any, path: str) -> list[FieldError]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -63,26 +63,26 @@ from everynode.api.validation.meta import (
 from everynode.memo import remember
 
 Obj = dict[str, Any]
-MAX_INT32 = 2**31 - 1
+MAX_INT32: Final = 2**31 - 1
 
-SUPPORTED_PORT_PROTOCOLS = ["SCTP", "TCP", "UDP"]
-RESTART_POLICIES = ["Always", "OnFailure", "Never"]
-DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
-PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
-TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
-TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
-HOST_PATH_TYPES = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"]
-HTTP_SCHEMES = ["HTTP", "HTTPS"]
-PREEMPTION_POLICIES = ["PreemptLowerPriority", "Never"]
-NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-ENV_FIELD_PATHS = [
+SUPPORTED_PORT_PROTOCOLS: Final = ["SCTP", "TCP", "UDP"]
+RESTART_POLICIES: Final = ["Always", "OnFailure", "Never"]
+DNS_POLICIES: Final = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+PULL_POLICIES: Final = ["Always", "IfNotPresent", "Never"]
+TERMINATION_MESSAGE_POLICIES: Final = ["File", "FallbackToLogsOnError"]
+TAINT_EFFECTS: Final = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+HOST_PATH_TYPES: Final = ["", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"]
+HTTP_SCHEMES: Final = ["HTTP", "HTTPS"]
+PREEMPTION_POLICIES: Final = ["PreemptLowerPriority", "Never"]
+NODE_SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+ENV_FIELD_PATHS: Final = [
     "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
     "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
 ]
-VOLUME_FIELD_PATHS = ["metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"]
-FILE_MODE_ERROR_MSG = "must be a number between 0 and 0777 (octal), both inclusive"
-QUANTITY_ERROR_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-UPDATABLE_POD_SPEC_FIELDS = ",".join([
+VOLUME_FIELD_PATHS: Final = ["metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"]
+FILE_MODE_ERROR_MSG: Final = "must be a number between 0 and 0777 (octal), both inclusive"
+QUANTITY_ERROR_MSG: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+UPDATABLE_POD_SPEC_FIELDS: Final = ",".join([
     "`spec.containers[*].image`",
     "`spec.initContainers[*].image`",
     "`spec.activeDeadlineSeconds`",
@@ -91,14 +91,14 @@ UPDATABLE_POD_SPEC_FIELDS = ",".join([
 ])
 
 # validateVolumeSource checks sources in this order; the first one found "wins".
-VOLUME_SOURCES = (
+VOLUME_SOURCES: Final = (
     "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
     "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
     "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
     "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )
 # Upstream's "more than 1 volume type" errors use a few odd child names; reproduce them.
-_EXTRA_SOURCE_PATH = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
+_EXTRA_SOURCE_PATH: Final = {"downwardAPI": "downwarAPI", "cephfs": "cephFS"}
 
 
 # --- quantities ---------------------------------------------------------------------------------
@@ -380,8 +380,8 @@ def _validate_volume_mounts(mounts: Any, volumes: dict[str, Obj], path: str) -> 
     return errs
 
 
-_STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
-_STANDARD_RESOURCES = frozenset({
+_STANDARD_CONTAINER_RESOURCES: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
+_STANDARD_RESOURCES: Final = frozenset({
     "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
     "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "services", "replicationcontrollers",
     "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
@@ -659,8 +659,8 @@ def validate_tolerations(tolerations: Any, path: str) -> list[FieldError]:
 # Every DaemonSet pod carries the same ~8 tolerations (the controller's defaults), and checking
 # them (label name and value syntax) was a visible share of a pod create.  The key holds every
 # input the check reads, so a hit is the plain computation's answer; FieldErrors are frozen.
-_TOLERATION_ERRORS: dict[tuple[str, str, str, str, str, bool], tuple[FieldError, ...]] = {}
-_TOLERATION_ERRORS_MAX = 4096
+_TOLERATION_ERRORS: Final[dict[tuple[str, str, str, str, str, bool], tuple[FieldError, ...]]] = {}
+_TOLERATION_ERRORS_MAX: Final = 4096
 
 
 def _toleration_errors(tol: Obj, tol_path: str) -> tuple[FieldError, ...]:
@@ -798,7 +798,7 @@ def _validate_pod_affinity(affinity: Obj, path: str) -> list[FieldError]:
 
 
 # The node pin's one value, below ``affinity``: the path of the only rule the pin can break.
-_PIN_VALUE = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]"
+_PIN_VALUE: Final = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]"
 
 
 def _node_pin_name(affinity: Any) -> str | None:
@@ -867,10 +867,10 @@ def _validate_affinity_walk(affinity: Any, path: str) -> list[FieldError]:
 
 # The fields of a pod spec that differ from pod to pod of one template (the DaemonSet
 # controller pins each pod to its node with a matchFields affinity; the scheduler sets nodeName).
-_PER_POD_FIELDS = frozenset({"affinity", "nodeName"})
+_PER_POD_FIELDS: Final = frozenset({"affinity", "nodeName"})
 # (path, resource_is_pod, JSON text of the spec without _PER_POD_FIELDS) of specs found valid.
-_VALID_SPECS: dict[tuple[str, bool, bytes], bool] = {}
-_VALID_SPECS_MAX = 4096
+_VALID_SPECS: Final[dict[tuple[str, bool, bytes], bool]] = {}
+_VALID_SPECS_MAX: Final = 4096
 
 
 def validate_pod_spec(spec: Any, path: str, *, resource_is_pod: bool) -> list[FieldError]:

@@ -31,7 +31,7 @@ import sys
 import zlib
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -45,7 +45,7 @@ from everynode.memo import record_look_up, remember, skips_look_up
 Path = tuple[str, ...]
 Tree = dict[str, Any]  # a FieldsV1 tree (or one node of it)
 
-_STRIPPED: frozenset[Path] = frozenset({
+_STRIPPED: Final[frozenset[Path]] = frozenset({
     ("f:apiVersion",), ("f:kind",),
     ("f:metadata", "f:name"), ("f:metadata", "f:namespace"), ("f:metadata", "f:uid"),
     ("f:metadata", "f:resourceVersion"), ("f:metadata", "f:generation"),
@@ -61,7 +61,7 @@ _STRIPPED: frozenset[Path] = frozenset({
 # which structured-merge-diff uses to match items whose key field was left out; our schema data
 # carries no defaults).  Without this, re-applying ports that omit ``protocol`` would not match
 # the stored, defaulted items and would be appended as duplicates.
-KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+KEY_DEFAULTS: Final[dict[str, Any]] = {"protocol": "TCP"}
 
 
 def _ident(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -74,12 +74,12 @@ def _ident(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-_KEY_ELEMENTS: dict[tuple[Any, ...], str] = {}  # (keys, (type, value) per key) -> "k:{...}"
-_KEY_ELEMENTS_MAX = 16_384
+_KEY_ELEMENTS: Final[dict[tuple[Any, ...], str]] = {}  # (keys, (type, value) per key) -> "k:{...}"
+_KEY_ELEMENTS_MAX: Final = 16_384
 # One key holding a string (a name, a type, an IP): key -> value -> "k:{...}".  No tuple is made
 # per look-up, and none is kept per entry: such a tuple is a tracked object, which the
 # collector's young passes walked for each pod's IP (unique, so each one was kept).
-_STRING_KEY_ELEMENTS: dict[str, dict[str, str]] = {}
+_STRING_KEY_ELEMENTS: Final[dict[str, dict[str, str]]] = {}
 
 
 def _key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
@@ -146,7 +146,7 @@ def _list_keys(node: Node | None) -> tuple[str, ...] | None:
     return None
 
 
-_MERGE_KEYS: dict[str, tuple[str]] = {}
+_MERGE_KEYS: Final[dict[str, tuple[str]]] = {}
 
 
 def _merge_keys(merge_key: str) -> tuple[str]:
@@ -158,7 +158,7 @@ def _merge_keys(merge_key: str) -> tuple[str]:
     return keys
 
 
-_FIELD_ELEMENTS: dict[str, str] = {}
+_FIELD_ELEMENTS: Final[dict[str, str]] = {}
 
 
 def _field_element(key: Any) -> str:
@@ -192,17 +192,17 @@ def _sorted(children: Tree) -> Tree:
 # Memo of :func:`_position` at ``_MEMO_DEPTH``: (schema node, JSON text) -> node, and for objects
 # without lists (schema node, shape) -> node.  The trees are shared by the objects whose
 # managedFields hold them and never mutated.
-_MEMO_DEPTH = 2
-_UNMEMOISED = -(1 << 30)  # the depth of positions walked without the memo
-_POSITIONS: dict[tuple[Node | None, int, int, int], Tree] = {}
-_POSITIONS_MAX = 4096
-_SHAPED: dict[tuple[Node | None, tuple[Any, ...]], Tree] = {}
-_SHAPED_MAX = 4096
+_MEMO_DEPTH: Final = 2
+_UNMEMOISED: Final = -(1 << 30)  # the depth of positions walked without the memo
+_POSITIONS: Final[dict[tuple[Node | None, int, int, int], Tree]] = {}
+_POSITIONS_MAX: Final = 4096
+_SHAPED: Final[dict[tuple[Node | None, tuple[Any, ...]], Tree]] = {}
+_SHAPED_MAX: Final = 4096
 # Schema node -> how many look-ups in a row of :func:`_position`'s text memo missed there.  A
 # position whose texts have all been new lately (a pod's IP lists and container statuses: one
 # IP, one container ID each) is walked without serialising and digesting its value for a look-up
 # that misses, but for a probe now and then (memo.skips_look_up).
-_TEXT_MISSES: dict[Node | None, int] = {}
+_TEXT_MISSES: Final[dict[Node | None, int]] = {}
 
 
 def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
@@ -401,8 +401,8 @@ def _untracked_top(api_version: str, kind: str, subresource: str | None) -> froz
 # (measured: the trees were 40% of the memory of a converged cluster before interning).  The
 # text holds the key order, so equal texts are equal trees; sets unique to one object (a pod's
 # status with its own IP) come and go with the table's clears.
-_TREES: dict[tuple[int, int, int], Tree] = {}
-_TREES_MAX = 4096
+_TREES: Final[dict[tuple[int, int, int], Tree]] = {}
+_TREES_MAX: Final = 4096
 
 
 def _digest(text: bytes) -> tuple[int, int, int]:
@@ -415,7 +415,7 @@ def _digest(text: bytes) -> tuple[int, int, int]:
 # that kind found no equal one to share.  A kubelet's status entry holds its pod's IPs: it was
 # serialised and digested at every status write for a look-up that never hits, and it filled
 # the table, whose clears then cost the trees that do repeat their sharing.
-_UNIQUE_TREES: dict[tuple[str, str, tuple[str, ...]], int] = {}
+_UNIQUE_TREES: Final[dict[tuple[str, str, tuple[str, ...]], int]] = {}
 
 
 def _interned(tree: Tree, which: tuple[str, str, tuple[str, ...]] | None = None) -> Tree:
@@ -450,8 +450,8 @@ def fields_v1(paths: AbstractSet[Path]) -> dict[str, Any]:
 
 # Field set -> its interned tree (server-side apply and the rarer ownership changes work on
 # sets); a key holds the whole set, so the table is bounded like _TREES.
-_TREES_BY_SET: dict[frozenset[Path], dict[str, Any]] = {}
-_TREES_BY_SET_MAX = 4096
+_TREES_BY_SET: Final[dict[frozenset[Path], dict[str, Any]]] = {}
+_TREES_BY_SET_MAX: Final = 4096
 
 
 def _render_fields_v1(members: frozenset[Path]) -> dict[str, Any]:
@@ -513,7 +513,7 @@ def path_string(path: Path) -> str:
 
 # --------------------------------------------------------------------------- navigation
 
-_MISSING = object()
+_MISSING: Final = object()
 
 
 def _step(value: Any, element: str) -> Any:
@@ -817,8 +817,8 @@ def record_managed_fields(old: dict[str, Any] | None, new: dict[str, Any], *, ma
 # (manager, operation, apiVersion, time, subresource, id of the interned tree) -> (that tree, kept
 # alive so that its id stays its own, and the managedFields list of a created object with that
 # entry alone).
-_CREATED_ENTRIES: dict[tuple[str, str, str, str, str, int], tuple[Tree, list[dict[str, Any]]]] = {}
-_CREATED_ENTRIES_MAX = 1024
+_CREATED_ENTRIES: Final[dict[tuple[str, str, str, str, str, int], tuple[Tree, list[dict[str, Any]]]]] = {}
+_CREATED_ENTRIES_MAX: Final = 1024
 
 
 def created_entries(manager: str, operation: str, api_version: str, time: str, tree: Tree,
@@ -842,8 +842,8 @@ def created_entries(manager: str, operation: str, api_version: str, time: str, t
 
 
 # (api_version, kind, subresource, shape) -> the (interned) member tree of a created object.
-_CREATED: dict[tuple[Any, ...], Tree] = {}
-_CREATED_MAX = 4096
+_CREATED: Final[dict[tuple[Any, ...], Tree]] = {}
+_CREATED_MAX: Final = 4096
 
 
 def _created_tree(new: dict[Any, Any], node: Node | None, skip: frozenset[str],
@@ -960,7 +960,7 @@ def _diff_object(old: dict[str, Any], new: dict[str, Any], node: Node | None,
     return _root(changed or {}, skip), _root(removed or {}, skip)
 
 
-_NO_SKIP: frozenset[str] = frozenset()
+_NO_SKIP: Final[frozenset[str]] = frozenset()
 
 
 def _diff(old: Any, new: Any, node: Node | None, depth: int,

@@ -35,24 +35,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import schema
 from everynode.api.errors import ApiError, bad_request, internal, status
 from everynode.api.schema import Node
 
-DIRECTIVE = "$patch"
-RETAIN_KEYS = "$retainKeys"
-SET_ELEMENT_ORDER = "$setElementOrder"
-DELETE_FROM_PRIMITIVE_LIST = "$deleteFromPrimitiveList"
+DIRECTIVE: Final = "$patch"
+RETAIN_KEYS: Final = "$retainKeys"
+SET_ELEMENT_ORDER: Final = "$setElementOrder"
+DELETE_FROM_PRIMITIVE_LIST: Final = "$deleteFromPrimitiveList"
 
 # mergepatch error texts (staging/src/k8s.io/apimachinery/pkg/util/mergepatch/errors.go)
-ERR_BAD_JSON_DOC = "invalid JSON document"
-ERR_PRIMITIVE_LIST = "invalid patch format of primitive list"
-ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
-ERR_SET_ELEMENT_ORDER = "invalid patch format of setElementOrder list"
-ERR_NOT_MATCH_RETAIN_KEYS = "patch content doesn't match retainKeys list"
-ERR_NO_LIST_OF_LISTS = "lists of lists are not supported"
+ERR_BAD_JSON_DOC: Final = "invalid JSON document"
+ERR_PRIMITIVE_LIST: Final = "invalid patch format of primitive list"
+ERR_RETAIN_KEYS: Final = "invalid patch format of retainKeys"
+ERR_SET_ELEMENT_ORDER: Final = "invalid patch format of setElementOrder list"
+ERR_NOT_MATCH_RETAIN_KEYS: Final = "patch content doesn't match retainKeys list"
+ERR_NO_LIST_OF_LISTS: Final = "lists of lists are not supported"
 
 
 def _unprocessable(message: str) -> ApiError:

@@ -11,7 +11,7 @@ from (stored objects are clean), so a write costs about what it changes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -30,7 +30,7 @@ from everynode.apiserver.registry.options import RequestOptions
 
 Obj = dict[str, Any]
 
-_TYPED = Findings()  # what a typed body holds: nothing to report (never changed: read only)
+_TYPED: Final = Findings()  # what a typed body holds: nothing to report (never changed: read only)
 
 
 def _cannot_be_handled(rt: ResourceType, body: Obj, message: str) -> str:

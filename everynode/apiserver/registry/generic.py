@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import errors
 from everynode.api import field_errors as fielderr
@@ -81,9 +81,9 @@ Obj = dict[str, Any]
 SubresourceCreator = Callable[[str, str, Obj, RequestOptions], Awaitable[None]]
 """A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 
-GENERATE_NAME_ATTEMPTS = 8  # RetryGenerateName: a few attempts before giving up
-DELETE_CONFLICT_RETRIES = 16  # a delete re-reads after a concurrent write (GuaranteedUpdate retries)
-PATCH_ATTEMPTS = 5  # a patch re-reads and re-applies after a concurrent write (GuaranteedUpdate)
+GENERATE_NAME_ATTEMPTS: Final = 8  # RetryGenerateName: a few attempts before giving up
+DELETE_CONFLICT_RETRIES: Final = 16  # a delete re-reads after a concurrent write (GuaranteedUpdate retries)
+PATCH_ATTEMPTS: Final = 5  # a patch re-reads and re-applies after a concurrent write (GuaranteedUpdate)
 
 
 def invalid(rt: ResourceType, name: str, errs: list[fielderr.FieldError]) -> errors.ApiError:

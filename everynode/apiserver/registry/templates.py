@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -62,7 +62,7 @@ Obj = dict[str, Any]
 Created = Callable[[Obj, Obj], None]
 """Told of a successful create: the object as the pipeline made it (before the token volume) and as stored."""
 
-_TEMPLATES_MAX = 512  # templates remembered per resource (one per controller revision in use)
+_TEMPLATES_MAX: Final = 512  # templates remembered per resource (one per controller revision in use)
 
 
 class Plan:
@@ -87,7 +87,7 @@ class _Template:
     joined: dict[bytes, Obj] = field(default_factory=dict)
 
 
-_JOINED_MAX = 64  # member sets remembered per template
+_JOINED_MAX: Final = 64  # member sets remembered per template
 
 
 class TemplateCreates:
