@@ -15,6 +15,7 @@ import asyncio
 import math
 import time
 from datetime import UTC, datetime
+from typing import Final
 
 from everynode.compiled import mypyc_attr
 
@@ -102,9 +103,9 @@ def format_rfc3339_micro(ts: float) -> str:
     return f"{format_rfc3339(whole)[:-1]}.{micros:06d}Z"
 
 
-_FORMATTED_LIMIT = 4096
-_formatted: dict[int, str] = {}
-_days: dict[int, str] = {}  # day number since the epoch -> "YYYY-MM-DDT"
+_FORMATTED_LIMIT: Final = 4096
+_formatted: Final[dict[int, str]] = {}
+_days: Final[dict[int, str]] = {}  # day number since the epoch -> "YYYY-MM-DDT"
 
 
 def parse_rfc3339(text: str) -> float:

@@ -79,7 +79,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # ``plan``'s rollout recorder (fed every event of its copy), the stores (memory and SQLite: every
 # write's apply and every read), admission and the API service (an ordinary class with compiled
 # methods, ``mypyc_attr(native_class=False)``: a test replaces one on an instance), the registry's
-# context (the clock every write reads), the pods' binding and strategy hooks and the bounded memo
+# context (the clock every write reads), the update's system metadata rules (systemmeta.py), the
+# pods' binding and strategy hooks and the bounded memo
 # (``remember``, on every memo miss of managedFields; together 2.3% of ``api_floor``'s
 # instructions — the generic strategy stays source: kinds' strategies derive from it and
 # override its class attributes, which a compiled class would not see), and the
@@ -138,6 +139,7 @@ MODULES: tuple[str, ...] = (
     "everynode.apiserver.registry.decode",
     "everynode.apiserver.registry.generic",
     "everynode.apiserver.registry.options",
+    "everynode.apiserver.registry.systemmeta",
     "everynode.apiserver.registry.templates",
     "everynode.apiserver.service",
     "everynode.client.events",

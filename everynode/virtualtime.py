@@ -59,7 +59,7 @@ from asyncio.base_events import (  # type: ignore[attr-defined]
     MAXIMUM_SELECT_TIMEOUT,
 )
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, TypeVarTuple
+from typing import Any, Final, TypeVar, TypeVarTuple
 
 from everynode.clock import LoopClock
 
@@ -67,7 +67,7 @@ T = TypeVar("T")
 _Ts = TypeVarTuple("_Ts")
 
 # 2023-11-14T22:13:20Z: a fixed, round epoch so that virtual runs write the same timestamps.
-DEFAULT_EPOCH = 1_700_000_000.0
+DEFAULT_EPOCH: Final = 1_700_000_000.0
 
 
 # While callbacks are ready (asyncio asks for ``timeout == 0``), the real selector is polled on
@@ -81,7 +81,7 @@ DEFAULT_EPOCH = 1_700_000_000.0
 # ``call_soon_threadsafe`` (which writes to it) since the last poll.  That is every turn of
 # ``plan``'s copy, which serves no socket: at maxUnavailable 1 it jumps about 24 times per pod
 # replaced, and each jump polled the selectors module and the kernel for nothing.
-POLL_EVERY_BUSY_TURNS = 16
+POLL_EVERY_BUSY_TURNS: Final = 16
 
 
 class _Turns:

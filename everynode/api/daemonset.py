@@ -9,14 +9,14 @@ went through an API server (a dump, a table test).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 
 Obj = Mapping[str, Any]  # read-only: any JSON-shaped object
 
-ROLLING_UPDATE = "RollingUpdate"
-ON_DELETE = "OnDelete"
+ROLLING_UPDATE: Final = "RollingUpdate"
+ON_DELETE: Final = "OnDelete"
 
 
 def min_ready_seconds(ds: Obj) -> int:

@@ -20,14 +20,14 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-_HTML = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_HTML_RE = re.compile("[<>&\u2028\u2029]")
+_HTML: Final = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_HTML_RE: Final = re.compile("[<>&\u2028\u2029]")
 # (built with chr: the compiled module may not hold surrogates in its literals)
-_SURROGATE_RE = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
+_SURROGATE_RE: Final = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + "]")
 
 
 def verbatim(s: str) -> bool:

@@ -14,14 +14,16 @@ below 2**53), without float surprises.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 __all__ = ["is_percent", "parse_percent", "int_or_percent_value", "scaled_value", "IntOrString"]
 
 IntOrString = int | str
 
-_PERCENT_RE = re.compile(r"^[0-9]+%$")
-_ATOI_RE = re.compile(r"^[+-]?[0-9]+$")
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_PERCENT_RE: Final = re.compile(r"^[0-9]+%$")
+_ATOI_RE: Final = re.compile(r"^[+-]?[0-9]+$")
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 
 def is_percent(value: object) -> bool:

@@ -14,71 +14,72 @@ appends ``"', "`` after each example and ``" or "`` before the next one.
 from __future__ import annotations
 
 import re
+from typing import Final
 
-DNS1123_LABEL_MAX_LENGTH = 63
-DNS1123_SUBDOMAIN_MAX_LENGTH = 253
-DNS1035_LABEL_MAX_LENGTH = 63
-QUALIFIED_NAME_MAX_LENGTH = 63
-LABEL_VALUE_MAX_LENGTH = 63
+DNS1123_LABEL_MAX_LENGTH: Final = 63
+DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+DNS1035_LABEL_MAX_LENGTH: Final = 63
+QUALIFIED_NAME_MAX_LENGTH: Final = 63
+LABEL_VALUE_MAX_LENGTH: Final = 63
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
-_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_ENV_VAR_NAME_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"
-_CONFIG_MAP_KEY_FMT = "[-._a-zA-Z0-9]+"
-_PERCENT_FMT = "[0-9]+%"
-_HTTP_HEADER_NAME_FMT = "[-A-Za-z0-9]+"
+_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT: Final = "(" + _QUALIFIED_NAME_FMT + ")?"
+_C_IDENTIFIER_FMT: Final = "[A-Za-z_][A-Za-z0-9_]*"
+_ENV_VAR_NAME_FMT: Final = "[-._a-zA-Z][-._a-zA-Z0-9]*"
+_CONFIG_MAP_KEY_FMT: Final = "[-._a-zA-Z0-9]+"
+_PERCENT_FMT: Final = "[0-9]+%"
+_HTTP_HEADER_NAME_FMT: Final = "[-A-Za-z0-9]+"
 
-_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
-_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_C_IDENTIFIER_RE = re.compile(_C_IDENTIFIER_FMT)
-_ENV_VAR_NAME_RE = re.compile(_ENV_VAR_NAME_FMT)
-_CONFIG_MAP_KEY_RE = re.compile(_CONFIG_MAP_KEY_FMT)
-_PERCENT_RE = re.compile(_PERCENT_FMT)
-_HTTP_HEADER_NAME_RE = re.compile(_HTTP_HEADER_NAME_FMT)
-_PORT_NAME_CHARSET_RE = re.compile("[-a-z0-9]+")
-_PORT_NAME_LETTER_RE = re.compile("[a-z]")
+_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE: Final = re.compile(_DNS1035_LABEL_FMT)
+_QUALIFIED_NAME_RE: Final = re.compile(_QUALIFIED_NAME_FMT)
+_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
+_C_IDENTIFIER_RE: Final = re.compile(_C_IDENTIFIER_FMT)
+_ENV_VAR_NAME_RE: Final = re.compile(_ENV_VAR_NAME_FMT)
+_CONFIG_MAP_KEY_RE: Final = re.compile(_CONFIG_MAP_KEY_FMT)
+_PERCENT_RE: Final = re.compile(_PERCENT_FMT)
+_HTTP_HEADER_NAME_RE: Final = re.compile(_HTTP_HEADER_NAME_FMT)
+_PORT_NAME_CHARSET_RE: Final = re.compile("[-a-z0-9]+")
+_PORT_NAME_LETTER_RE: Final = re.compile("[a-z]")
 
-_DNS1123_LABEL_MSG = (
+_DNS1123_LABEL_MSG: Final = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
 )
-_DNS1123_SUBDOMAIN_MSG = (
+_DNS1123_SUBDOMAIN_MSG: Final = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
     "and must start and end with an alphanumeric character"
 )
-_DNS1035_LABEL_MSG = (
+_DNS1035_LABEL_MSG: Final = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
     "start with an alphabetic character, and end with an alphanumeric character"
 )
-_QUALIFIED_NAME_MSG = (
+_QUALIFIED_NAME_MSG: Final = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"
 )
-_LABEL_VALUE_MSG = (
+_LABEL_VALUE_MSG: Final = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"
 )
-_C_IDENTIFIER_MSG = (
+_C_IDENTIFIER_MSG: Final = (
     "a valid C identifier must start with alphabetic character or '_', "
     "followed by a string of alphanumeric characters or '_'"
 )
-_ENV_VAR_NAME_MSG = (
+_ENV_VAR_NAME_MSG: Final = (
     "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', "
     "and must not start with a digit"
 )
-_RELAXED_ENV_VAR_NAME_MSG = (
+_RELAXED_ENV_VAR_NAME_MSG: Final = (
     "a valid environment variable name must consist only of printable ASCII characters other than '='"
 )
-_CONFIG_MAP_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
-_PERCENT_MSG = "a valid percent string must be a numeric string followed by an ending '%'"
-_HTTP_HEADER_NAME_MSG = "a valid HTTP header must consist of alphanumeric characters or '-'"
+_CONFIG_MAP_KEY_MSG: Final = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+_PERCENT_MSG: Final = "a valid percent string must be a numeric string followed by an ending '%'"
+_HTTP_HEADER_NAME_MSG: Final = "a valid HTTP header must consist of alphanumeric characters or '-'"
 
 
 def _full(pattern: re.Pattern[str], value: str) -> bool:

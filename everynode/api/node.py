@@ -9,21 +9,21 @@ One home for them: a key spelled twice is a key that can drift.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 
 Obj = dict[str, Any]
 
 # well_known_taints.go
-TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-TAINT_NODE_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
-TAINT_NODE_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
-TAINT_NODE_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
-TAINT_NODE_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
-TAINT_NODE_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+TAINT_NODE_NOT_READY: Final = "node.kubernetes.io/not-ready"
+TAINT_NODE_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
+TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
+TAINT_NODE_MEMORY_PRESSURE: Final = "node.kubernetes.io/memory-pressure"
+TAINT_NODE_DISK_PRESSURE: Final = "node.kubernetes.io/disk-pressure"
+TAINT_NODE_NETWORK_UNAVAILABLE: Final = "node.kubernetes.io/network-unavailable"
+TAINT_NODE_PID_PRESSURE: Final = "node.kubernetes.io/pid-pressure"
+TAINT_NODE_OUT_OF_SERVICE: Final = "node.kubernetes.io/out-of-service"
 
 
 def node_condition(node: Mapping[str, Any], type_: str) -> Obj | None:

@@ -12,7 +12,7 @@ the same Ready transition times again and again, and RFC 3339 parsing is the cos
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.clock import parse_rfc3339
@@ -20,9 +20,9 @@ from everynode.memo import remember
 
 Obj = Mapping[str, Any]  # read-only: any JSON-shaped object
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
+TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 
-_EPOCH_CACHE: dict[str, float] = {}
+_EPOCH_CACHE: Final[dict[str, float]] = {}
 
 
 def timestamp_seconds(text: str) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "parse_quantity",
@@ -34,27 +34,29 @@ __all__ = [
     "ERR_SUFFIX",
 ]
 
-ERR_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-ERR_NUMERIC = "unable to parse numeric part of quantity"
-ERR_SUFFIX = "unable to parse quantity's suffix"
+ERR_FORMAT_WRONG: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+ERR_NUMERIC: Final = "unable to parse numeric part of quantity"
+ERR_SUFFIX: Final = "unable to parse quantity's suffix"
 
-DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT = "DecimalSI", "BinarySI", "DecimalExponent"
+DECIMAL_SI: Final = 'DecimalSI'
+BINARY_SI: Final = 'BinarySI'
+DECIMAL_EXPONENT: Final = 'DecimalExponent'
 
 # Mirrors the hand-written scanner of parseQuantityString: sign, digits, optional "." digits,
 # then suffix letters, an optional exponent sign and digits.  Digits may be absent ("." is 0).
-_QUANTITY_RE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
+_QUANTITY_RE: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
 
-_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_BY_EXPONENT = {v: k for k, v in _DECIMAL_SUFFIXES.items()}
-_BINARY_BY_EXPONENT = {0: "", **{v: k for k, v in _BINARY_SUFFIXES.items()}}
-_EXPONENT_RE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_SUFFIXES: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_BY_EXPONENT: Final = {v: k for k, v in _DECIMAL_SUFFIXES.items()}
+_BINARY_BY_EXPONENT: Final = {0: "", **{v: k for k, v in _BINARY_SUFFIXES.items()}}
+_EXPONENT_RE: Final = re.compile(r"[+-]?[0-9]+")
 
-_NANO = 10**9
-_MAX_BINARY = (1 << 63) - 1
+_NANO: Final = 10**9
+_MAX_BINARY: Final = (1 << 63) - 1
 # Guards against inputs like "1e999999999" that would build astronomically large integers; upstream
 # stores these lazily in inf.Dec, but nothing in a cluster needs them.
-_MAX_DIGITS = 4000
+_MAX_DIGITS: Final = 4000
 
 Number = int | Fraction
 

@@ -20,7 +20,7 @@ Tolerations with the alpha ``Lt``/``Gt`` operators (feature gate
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.api.selectors import (
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 NodeMatcher = Callable[[Mapping[str, Any]], bool]
-_NO_LABELS: Mapping[str, str] = {}
+_NO_LABELS: Final[Mapping[str, str]] = {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ def tolerations_tolerate_taint(tolerations: Iterable[Mapping[str, Any]] | None,
     return any(toleration_tolerates_taint(t, taint) for t in tolerations)
 
 
-_SCHEDULING_EFFECTS = frozenset(("NoSchedule", "NoExecute"))
+_SCHEDULING_EFFECTS: Final = frozenset(("NoSchedule", "NoExecute"))
 
 
 def find_untolerated_taint(taints: Iterable[Mapping[str, Any]] | None,
@@ -116,8 +116,8 @@ def find_untolerated_taint(taints: Iterable[Mapping[str, Any]] | None,
 # Node selector terms
 # --------------------------------------------------------------------------------------------
 
-_LABEL_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST,
-                    "Gt": GREATER_THAN, "Lt": LESS_THAN}
+_LABEL_OPERATORS: Final = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST,
+                           "Gt": GREATER_THAN, "Lt": LESS_THAN}
 
 # A compiled term: (label selector or None, field requirements or None).  Field requirements are
 # (field, must_equal, value) triples.

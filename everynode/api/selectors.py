@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from everynode.api.field_errors import FieldError, aggregate, invalid, not_supported, render_value
 from everynode.api.names import is_qualified_name, is_valid_label_value
@@ -88,8 +88,9 @@ def _value_errors(value: str) -> tuple[str, ...]:
     return tuple(is_valid_label_value(value))
 
 
-_INT64_RE = re.compile(r"^[+-]?[0-9]+$")
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INT64_RE: Final = re.compile(r"^[+-]?[0-9]+$")
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 
 def _parse_int64(text: str) -> int | None:
@@ -104,14 +105,21 @@ def _parse_int64(text: str) -> int | None:
 # Requirements
 # --------------------------------------------------------------------------------------------
 
-IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS = "in", "notin", "=", "==", "!="
-EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN = "exists", "!", "gt", "lt"
-_BINARY_OPERATORS = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
-_VALID_OPERATORS = _BINARY_OPERATORS + (EXISTS, DOES_NOT_EXIST)
+IN: Final = 'in'
+NOT_IN: Final = 'notin'
+EQUALS: Final = '='
+DOUBLE_EQUALS: Final = '=='
+NOT_EQUALS: Final = '!='
+EXISTS: Final = 'exists'
+DOES_NOT_EXIST: Final = '!'
+GREATER_THAN: Final = 'gt'
+LESS_THAN: Final = 'lt'
+_BINARY_OPERATORS: Final = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
+_VALID_OPERATORS: Final = _BINARY_OPERATORS + (EXISTS, DOES_NOT_EXIST)
 
 # Plan kinds used by LabelSelector.matches.
 _K_IN, _K_NOT_IN, _K_EXISTS, _K_NOT_EXISTS, _K_GT, _K_LT, _K_EQ = range(7)
-_MISSING = object()
+_MISSING: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +145,7 @@ class Requirement:
         return LabelSelector((self,)).matches(labels)
 
 
-_OP_TEXT = {EQUALS: "=", DOUBLE_EQUALS: "==", NOT_EQUALS: "!=", GREATER_THAN: ">", LESS_THAN: "<"}
+_OP_TEXT: Final = {EQUALS: "=", DOUBLE_EQUALS: "==", NOT_EQUALS: "!=", GREATER_THAN: ">", LESS_THAN: "<"}
 
 
 def _join_path(path: str | None, child: str) -> str:
@@ -209,7 +217,7 @@ def _plan_entry(r: Requirement) -> tuple[str, int, Any]:
 # LabelSelector
 # --------------------------------------------------------------------------------------------
 
-_NO_LABELS: Mapping[str, str] = {}
+_NO_LABELS: Final[Mapping[str, str]] = {}
 
 
 class LabelSelector:
@@ -302,9 +310,9 @@ class LabelSelector:
         return self._hash
 
 
-EVERYTHING = LabelSelector()
+EVERYTHING: Final = LabelSelector()
 """Matches every label set (upstream ``labels.Everything()``)."""
-NOTHING = LabelSelector(nothing=True)
+NOTHING: Final = LabelSelector(nothing=True)
 """Matches no label set (upstream ``labels.Nothing()``); prints as ``""``."""
 
 
@@ -315,7 +323,7 @@ def selector_from_set(labels: Mapping[str, str] | None) -> LabelSelector:
     return LabelSelector(Requirement(k, EQUALS, (v,)) for k, v in labels.items())
 
 
-_DICT_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+_DICT_OPERATORS: Final = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
 
 
 def label_selector_from_dict(sel: Mapping[str, Any] | None) -> LabelSelector:
@@ -372,13 +380,13 @@ def _go_quote(value: Any) -> str:
 
 # Token kinds
 _T_END, _T_CLOSE, _T_COMMA, _T_NOT, _T_DEQ, _T_EQ, _T_GT, _T_ID, _T_IN, _T_LT, _T_NEQ, _T_NOTIN, _T_OPEN = range(13)
-_SYMBOLS = {")": _T_CLOSE, ",": _T_COMMA, "!": _T_NOT, "==": _T_DEQ, "=": _T_EQ, ">": _T_GT, "<": _T_LT,
+_SYMBOLS: Final = {")": _T_CLOSE, ",": _T_COMMA, "!": _T_NOT, "==": _T_DEQ, "=": _T_EQ, ">": _T_GT, "<": _T_LT,
             "!=": _T_NEQ, "(": _T_OPEN}
-_SPECIAL = frozenset("=!(),<>")
-_WHITESPACE = frozenset(" \t\r\n")
-_TOKEN_OPERATOR = {_T_IN: IN, _T_EQ: EQUALS, _T_DEQ: DOUBLE_EQUALS, _T_GT: GREATER_THAN,
-                   _T_LT: LESS_THAN, _T_NOTIN: NOT_IN, _T_NEQ: NOT_EQUALS}
-_BINARY_OPERATORS_TEXT = ", ".join(_BINARY_OPERATORS)
+_SPECIAL: Final = frozenset("=!(),<>")
+_WHITESPACE: Final = frozenset(" \t\r\n")
+_TOKEN_OPERATOR: Final = {_T_IN: IN, _T_EQ: EQUALS, _T_DEQ: DOUBLE_EQUALS, _T_GT: GREATER_THAN,
+                          _T_LT: LESS_THAN, _T_NOTIN: NOT_IN, _T_NEQ: NOT_EQUALS}
+_BINARY_OPERATORS_TEXT: Final = ", ".join(_BINARY_OPERATORS)
 
 
 def _lex(text: str) -> list[tuple[int, str]]:
@@ -533,7 +541,7 @@ def parse_label_selector(text: str) -> LabelSelector:
 # Field selectors
 # --------------------------------------------------------------------------------------------
 
-_FIELD_OPERATORS = ("!=", "==", "=")
+_FIELD_OPERATORS: Final = ("!=", "==", "=")
 
 
 def escape_field_value(value: str) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from everynode.api import errors, rbac_bootstrap
 from everynode.api.meta import deep_copy
@@ -62,13 +62,13 @@ __all__ = ["ApiService", "RequestOptions"]
 
 Obj = dict[str, Any]
 
-NAMESPACES = resource("namespaces")
-PRIORITY_CLASSES = resource("priorityclasses.scheduling.k8s.io")
-SERVICES = resource("services")
-CRDS = resource("customresourcedefinitions.apiextensions.k8s.io")
-CLUSTER_ROLES = resource("clusterroles.rbac.authorization.k8s.io")
-CLUSTER_ROLE_BINDINGS = resource("clusterrolebindings.rbac.authorization.k8s.io")
-SEED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+NAMESPACES: Final = resource("namespaces")
+PRIORITY_CLASSES: Final = resource("priorityclasses.scheduling.k8s.io")
+SERVICES: Final = resource("services")
+CRDS: Final = resource("customresourcedefinitions.apiextensions.k8s.io")
+CLUSTER_ROLES: Final = resource("clusterroles.rbac.authorization.k8s.io")
+CLUSTER_ROLE_BINDINGS: Final = resource("clusterrolebindings.rbac.authorization.k8s.io")
+SEED_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 @mypyc_attr(native_class=False)  # an ordinary class with compiled methods: tests replace one on an instance

@@ -48,7 +48,7 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import random_suffix
@@ -57,23 +57,23 @@ from everynode.memo import remember
 
 log = logging.getLogger(__name__)
 
-NORMAL = "Normal"
-WARNING = "Warning"
-MAX_LRU_ENTRIES = 4096  # maxLruCacheEntries
-DEFAULT_MAX_QUEUED = 1000
-AGGREGATE_MAX_EVENTS = 10  # defaultAggregateMaxEvents
-AGGREGATE_INTERVAL_SECONDS = 600.0  # defaultAggregateIntervalInSeconds
-SPAM_BURST = 25  # defaultSpamBurst
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
+MAX_LRU_ENTRIES: Final = 4096  # maxLruCacheEntries
+DEFAULT_MAX_QUEUED: Final = 1000
+AGGREGATE_MAX_EVENTS: Final = 10  # defaultAggregateMaxEvents
+AGGREGATE_INTERVAL_SECONDS: Final = 600.0  # defaultAggregateIntervalInSeconds
+SPAM_BURST: Final = 25  # defaultSpamBurst
 # defaultSpamQPS is the float32 1/300; kept at float32 precision so that the refill arithmetic
 # (300 s → slightly more than one token) matches client-go's.
-SPAM_QPS: float = struct.unpack("f", struct.pack("f", 1.0 / 300.0))[0]
-AGGREGATE_MESSAGE_PREFIX = "(combined from similar events): "
+SPAM_QPS: Final[float] = struct.unpack("f", struct.pack("f", 1.0 / 300.0))[0]
+AGGREGATE_MESSAGE_PREFIX: Final = "(combined from similar events): "
 # A full queue is logged on the first drop, then at most once per this many seconds (with the
 # count so far): 65,000 nodes registering at once would otherwise print a line per thousand.
-DROP_LOG_INTERVAL = 30.0
+DROP_LOG_INTERVAL: Final = 30.0
 # Involved objects and sources remembered per recorder (emptied when full: the recent ones are
 # what the next events repeat).
-_PARTS_MAX = 16_384
+_PARTS_MAX: Final = 16_384
 
 Obj = dict[str, Any]
 Key = tuple[str, ...]

@@ -17,12 +17,13 @@ timeout follows virtual time in simulations and a fake clock in tests.
 from __future__ import annotations
 
 import logging
+from typing import Final
 
 from everynode.clock import Clock
 
 log = logging.getLogger(__name__)
 
-EXPECTATIONS_TIMEOUT = 5 * 60.0  # seconds, controller_utils.go ExpectationsTimeout
+EXPECTATIONS_TIMEOUT: Final = 5 * 60.0  # seconds, controller_utils.go ExpectationsTimeout
 
 
 class Expectation:

@@ -35,6 +35,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import field_of, key_of
@@ -48,9 +49,9 @@ AddHandler = Callable[[Obj], None]
 UpdateHandler = Callable[[Obj, Obj], None]
 DeleteHandler = Callable[[Obj], None]
 
-NAMESPACE_INDEX = "namespace"
-DEFAULT_PAGE_SIZE = 500
-MIN_WATCH_TIMEOUT = 300  # seconds; the reflector picks a random timeout in [5, 10) minutes
+NAMESPACE_INDEX: Final = "namespace"
+DEFAULT_PAGE_SIZE: Final = 500
+MIN_WATCH_TIMEOUT: Final = 300  # seconds; the reflector picks a random timeout in [5, 10) minutes
 BACKOFF_INITIAL = 0.8
 BACKOFF_MAX = 30.0
 
@@ -60,7 +61,7 @@ def index_by_namespace(obj: Obj) -> list[str]:
     return [obj.get("metadata", {}).get("namespace") or ""]
 
 
-NODE_NAME_INDEX = "spec.nodeName"
+NODE_NAME_INDEX: Final = "spec.nodeName"
 
 
 def index_pod_by_node_name(pod: Obj) -> list[str]:

@@ -18,15 +18,16 @@ Layout (10.0.0.0/8, enough for the 65,000-node target):
 from __future__ import annotations
 
 import ipaddress
+from typing import Final
 
 from everynode.memo import remember
 
-NODE_IP_BASE = int(ipaddress.IPv4Address("10.0.0.0")) + 2
-TEN = int(ipaddress.IPv4Address("10.0.0.0"))
-POD_SUBNETS = 65536 - 256  # /24s in 10.0.0.0/8 outside 10.0.0.0/16
-FIRST_POD_SUBNET = 244 * 256  # 10.244.0.0/24 as the /24 number inside 10/8
-FIRST_POD_HOST = 2
-LAST_POD_HOST = 254
+NODE_IP_BASE: Final = int(ipaddress.IPv4Address("10.0.0.0")) + 2
+TEN: Final = int(ipaddress.IPv4Address("10.0.0.0"))
+POD_SUBNETS: Final = 65536 - 256  # /24s in 10.0.0.0/8 outside 10.0.0.0/16
+FIRST_POD_SUBNET: Final = 244 * 256  # 10.244.0.0/24 as the /24 number inside 10/8
+FIRST_POD_HOST: Final = 2
+LAST_POD_HOST: Final = 254
 
 
 def node_ip(index: int) -> str:
@@ -46,8 +47,8 @@ def pod_cidr(index: int) -> str:
 
 # podCIDR -> its network address as an integer.  Every pod a kubelet starts takes an IP from its
 # node's CIDR; parsing the CIDR with ipaddress each time was most of the cost of a pod's IP.
-_NETWORKS: dict[str, int] = {}
-_NETWORKS_MAX = 65_536
+_NETWORKS: Final[dict[str, int]] = {}
+_NETWORKS_MAX: Final = 65_536
 
 
 def _network(cidr: str) -> int:

@@ -18,12 +18,12 @@ already present on machine``.  The pull time is the pod's start-up time (everyno
 from __future__ import annotations
 
 import hashlib
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 Obj = dict[str, Any]
 
-NORMAL = "Normal"
-WARNING = "Warning"
+NORMAL: Final = "Normal"
+WARNING: Final = "Warning"
 
 
 class ContainerEvent(NamedTuple):
@@ -98,7 +98,7 @@ def pull_failed(container: Obj, *, reason: str) -> list[ContainerEvent]:
             ContainerEvent(WARNING, "Failed", "Error: ErrImagePull", path)]
 
 
-PULL_FAILURE = "simulated pull failure (everynode.io/behavior: image-pull-error)"
+PULL_FAILURE: Final = "simulated pull failure (everynode.io/behavior: image-pull-error)"
 
 
 def restart_backoff(container: Obj, *, pod_name: str, namespace: str, uid: str) -> ContainerEvent:

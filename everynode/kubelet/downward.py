@@ -30,19 +30,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.quantity import int_value, milli_value
 
 Obj = dict[str, Any]
 
-RESOLVED_ENV_ANNOTATION = "everynode.io/resolved-env"
+RESOLVED_ENV_ANNOTATION: Final = "everynode.io/resolved-env"
 # lookup(kind, namespace, name) -> the object or None (kind "configmap"; see mounts.py)
 Lookup = Callable[[str, str, str], Obj | None]
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_ENV_NAME: Final = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
-_SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
-_REF = re.compile(r"\$\$|\$\(([^)]*)\)")
+_SUBSCRIPT: Final = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
+_REF: Final = re.compile(r"\$\$|\$\(([^)]*)\)")
 
 
 def field_value(pod: Obj, path: str) -> str | None:

@@ -28,14 +28,14 @@ Messages, as the kubelet words them:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 Obj = dict[str, Any]
 
-FAILED_MOUNT = "FailedMount"  # the reason of the kubelet's Event about a volume or token it cannot mount yet
-CONFIGMAP = "configmap"
-SECRET = "secret"
-SERVICEACCOUNT = "serviceaccount"
+FAILED_MOUNT: Final = "FailedMount"  # the reason of the kubelet's Event about a volume or token it cannot mount yet
+CONFIGMAP: Final = "configmap"
+SECRET: Final = "secret"
+SERVICEACCOUNT: Final = "serviceaccount"
 
 # lookup(kind, namespace, name) -> the object, or None when it does not exist.
 Lookup = Callable[[str, str, str], Obj | None]

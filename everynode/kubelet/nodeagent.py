@@ -64,7 +64,7 @@ import collections
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import field_of, resource_version
@@ -79,21 +79,21 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-KUBELET_ANNOTATION = "everynode.io/kubelet"
-STOPPED = "stopped"
-EXTERNAL = "external"
-NODE_INDEX_ANNOTATION = "everynode.io/node-index"
-LEASE_NAMESPACE = "kube-node-lease"
-LEASES = "leases.coordination.k8s.io"
-LEASE_UPDATE_RETRIES = 5  # maxUpdateRetries of the kubelet's lease controller
+KUBELET_ANNOTATION: Final = "everynode.io/kubelet"
+STOPPED: Final = "stopped"
+EXTERNAL: Final = "external"
+NODE_INDEX_ANNOTATION: Final = "everynode.io/node-index"
+LEASE_NAMESPACE: Final = "kube-node-lease"
+LEASES: Final = "leases.coordination.k8s.io"
+LEASE_UPDATE_RETRIES: Final = 5  # maxUpdateRetries of the kubelet's lease controller
 
-WHEEL_SLOTS = 10
-STATUS_REPORT_INTERVAL = 300.0  # nodeStatusReportFrequency
+WHEEL_SLOTS: Final = 10
+STATUS_REPORT_INTERVAL: Final = 300.0  # nodeStatusReportFrequency
 # The writers and the heartbeat loop hand the loop over after this many queue items.  In-process
 # API calls complete without suspending, so a long queue (65,000 nodes to adopt at start-up) would
 # otherwise hold the loop until it is empty while every watch on the written objects buffers, and
 # the shared informers fall so far behind that their watch is cut and they relist.
-YIELD_EVERY = 256
+YIELD_EVERY: Final = 256
 
 
 class NodeState:

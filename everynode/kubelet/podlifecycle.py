@@ -49,7 +49,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -71,23 +71,23 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-BEHAVIOR_ANNOTATION = "everynode.io/behavior"
-STARTUP_ANNOTATION = "everynode.io/startup-seconds"
-TERMINATION_ANNOTATION = "everynode.io/termination-seconds"
-BEHAVIORS = ("ready", "never-ready", "crash-loop", "image-pull-error", "fail")
+BEHAVIOR_ANNOTATION: Final = "everynode.io/behavior"
+STARTUP_ANNOTATION: Final = "everynode.io/startup-seconds"
+TERMINATION_ANNOTATION: Final = "everynode.io/termination-seconds"
+BEHAVIORS: Final = ("ready", "never-ready", "crash-loop", "image-pull-error", "fail")
 BACKOFF_INITIAL = 10.0  # container restart / image pull back-off
 BACKOFF_MAX = 300.0
-CRASH_AFTER = 1.0  # seconds a crash-looping container runs before it exits
-PULL_FAIL_SECONDS = 1.0  # ErrImagePull shows this long before ImagePullBackOff
+CRASH_AFTER: Final = 1.0  # seconds a crash-looping container runs before it exits
+PULL_FAIL_SECONDS: Final = 1.0  # ErrImagePull shows this long before ImagePullBackOff
 # API errors after which a pod's step is retried in a second (others end the step: the next
 # event about the pod starts it again).
-RETRIED_CODES = (409, 429, 500, 503, 504)
+RETRIED_CODES: Final = (409, 429, 500, 503, 504)
 # A volume that fails to mount is retried with the reconciler's exponential back-off
 # (nestedpendingoperations: 500 ms doubling to 2m2s); a container whose configuration cannot be
 # made is retried when the pod worker re-syncs it after an error (backOffPeriod, 10 s).
-MOUNT_RETRY_INITIAL = 0.5
-MOUNT_RETRY_MAX = 122.0
-CONFIG_RETRY = 10.0
+MOUNT_RETRY_INITIAL: Final = 0.5
+MOUNT_RETRY_MAX: Final = 122.0
+CONFIG_RETRY: Final = 10.0
 
 
 def _annotation(obj: Obj, key: str) -> str | None:

@@ -13,21 +13,21 @@ of conditions merge by ``type``; ``containerStatuses`` are replaced whole).
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.memo import remember
 
 Obj = dict[str, Any]
 
-RUNTIME = "everynode"
-RUNTIME_VERSION = "everynode://0.1.0"
-KUBELET_VERSION = "v1.33.0"
-OS_IMAGE = "everynode simulated node"
-KERNEL_VERSION = "6.1.0-everynode"
-KUBELET_PORT = 10250
+RUNTIME: Final = "everynode"
+RUNTIME_VERSION: Final = "everynode://0.1.0"
+KUBELET_VERSION: Final = "v1.33.0"
+OS_IMAGE: Final = "everynode simulated node"
+KERNEL_VERSION: Final = "6.1.0-everynode"
+KUBELET_PORT: Final = 10250
 
-DEFAULT_CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+DEFAULT_CAPACITY: Final = {"cpu": "4", "memory": "16Gi", "pods": "110"}
 
 
 def _digest(*parts: str) -> str:
@@ -70,9 +70,9 @@ def image_id(image: str) -> str:
     return known
 
 
-_IMAGE_IDS: dict[str, str] = {}
-_IMAGE_REFS: dict[str, str] = {}
-_IMAGE_IDS_MAX = 1024
+_IMAGE_IDS: Final[dict[str, str]] = {}
+_IMAGE_REFS: Final[dict[str, str]] = {}
+_IMAGE_IDS_MAX: Final = 1024
 
 
 def _containers(spec: Obj) -> list[Obj]:
@@ -238,12 +238,12 @@ def init_container_statuses(spec: Obj, pod_uid: str, now: str) -> list[Obj]:
 
 # -- nodes -----------------------------------------------------------------------------------------
 
-NODE_CONDITIONS = (
+NODE_CONDITIONS: Final = (
     ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
     ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
     ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 )
-READY_CONDITION = ("Ready", "KubeletReady", "kubelet is posting ready status")
+READY_CONDITION: Final = ("Ready", "KubeletReady", "kubelet is posting ready status")
 
 # ``everynode.io/node-status: kept`` on a Node: its simulated kubelet stands in for a real one
 # whose readings it cannot know (``plan``'s copy of a cluster), so it reports the node as it finds
@@ -254,9 +254,9 @@ READY_CONDITION = ("Ready", "KubeletReady", "kubelet is posting ready status")
 # addresses) is reported as a healthy kubelet reports it, and so is a condition the node lifecycle
 # controller set to Unknown (a kubelet that runs has readings of its own again).  Without the
 # annotation the kubelet reports a healthy node, as it is the node's only kubelet.
-NODE_STATUS_ANNOTATION = "everynode.io/node-status"
-KEPT = "kept"
-_KUBELET_STATUSES = ("True", "False")
+NODE_STATUS_ANNOTATION: Final = "everynode.io/node-status"
+KEPT: Final = "kept"
+_KUBELET_STATUSES: Final = ("True", "False")
 
 
 def keeps_status(node: Obj) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from everynode.client.base import Client
 from everynode.client.events import EventRecorder
@@ -41,8 +41,8 @@ from everynode.kubelet.referenced import ReferencedObjects
 
 Obj = dict[str, Any]
 
-WRITERS = 4
-HEARTBEAT_MODES = ("writes", "modelled")
+WRITERS: Final = 4
+HEARTBEAT_MODES: Final = ("writes", "modelled")
 
 __all__ = ["HEARTBEAT_MODES", "KubeletSimulator", "WRITERS", "YIELD_EVERY"]
 

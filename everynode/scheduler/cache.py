@@ -26,7 +26,7 @@ Choices:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.podaffinity import AffinityTerm
 from everynode.scheduler.nodeinfo import NodeInfo
@@ -34,7 +34,7 @@ from everynode.scheduler.podinfo import PodInfo
 
 Obj = dict[str, Any]
 
-TERMINAL_PHASES = frozenset(("Succeeded", "Failed"))
+TERMINAL_PHASES: Final = frozenset(("Succeeded", "Failed"))
 
 TopologyPair = tuple[str, str]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.node import TAINT_NODE_UNSCHEDULABLE
 from everynode.api.scheduling import find_untolerated_taint
@@ -36,24 +36,24 @@ from everynode.scheduler.podinfo import PodInfo
 Obj = dict[str, Any]
 
 # Reasons, verbatim from the upstream plugins.
-REASON_NODE_NAME = "node(s) didn't match the requested node name"
-REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
-REASON_TOO_MANY_PODS = "Too many pods"
-REASON_PIN_EXCLUDED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
-REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+REASON_NODE_NAME: Final = "node(s) didn't match the requested node name"
+REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
+REASON_NODE_AFFINITY: Final = "node(s) didn't match Pod's node affinity/selector"
+REASON_NODE_PORTS: Final = "node(s) didn't have free ports for the requested pod ports"
+REASON_TOO_MANY_PODS: Final = "Too many pods"
+REASON_PIN_EXCLUDED: Final = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+REASON_AFFINITY_CONFLICT: Final = "pod affinity terms conflict"
+NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
 REASON_AFFINITY_RULES = interpodaffinity.REASON_AFFINITY_RULES
 REASON_ANTI_AFFINITY_RULES = interpodaffinity.REASON_ANTI_AFFINITY_RULES
 REASON_EXISTING_ANTI_AFFINITY = interpodaffinity.REASON_EXISTING_ANTI_AFFINITY
 REASON_SPREAD_CONSTRAINTS = topologyspread.REASON_CONSTRAINTS
 REASON_SPREAD_MISSING_LABEL = topologyspread.REASON_MISSING_LABEL
 
-PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
-PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
-PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
-PREEMPTION_TERMINATING_VICTIM = "not eligible due to a terminating pod on the nominated node."
+PREEMPTION_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+PREEMPTION_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
+PREEMPTION_POLICY_NEVER: Final = "not eligible due to preemptionPolicy=Never."
+PREEMPTION_TERMINATING_VICTIM: Final = "not eligible due to a terminating pod on the nominated node."
 UNSCHEDULABLE_TAINT_KEY = TAINT_NODE_UNSCHEDULABLE  # the old name, kept for callers
 
 
@@ -77,18 +77,18 @@ class Status:
         return hash((self.reasons, self.unresolvable))
 
 
-_NODE_NAME = Status(REASON_NODE_NAME, unresolvable=True)
-_UNSCHEDULABLE = Status(REASON_UNSCHEDULABLE, unresolvable=True)
-_NODE_AFFINITY = Status(REASON_NODE_AFFINITY, unresolvable=True)
-_NODE_PORTS = Status(REASON_NODE_PORTS)
-PIN_EXCLUDED = Status(REASON_PIN_EXCLUDED, unresolvable=True)
-_AFFINITY_RULES = Status(REASON_AFFINITY_RULES, unresolvable=True)
-_ANTI_AFFINITY_RULES = Status(REASON_ANTI_AFFINITY_RULES)
-_EXISTING_ANTI_AFFINITY = Status(REASON_EXISTING_ANTI_AFFINITY)
-_SPREAD = {REASON_SPREAD_CONSTRAINTS: Status(REASON_SPREAD_CONSTRAINTS),
-           REASON_SPREAD_MISSING_LABEL: Status(REASON_SPREAD_MISSING_LABEL, unresolvable=True)}
+_NODE_NAME: Final = Status(REASON_NODE_NAME, unresolvable=True)
+_UNSCHEDULABLE: Final = Status(REASON_UNSCHEDULABLE, unresolvable=True)
+_NODE_AFFINITY: Final = Status(REASON_NODE_AFFINITY, unresolvable=True)
+_NODE_PORTS: Final = Status(REASON_NODE_PORTS)
+PIN_EXCLUDED: Final = Status(REASON_PIN_EXCLUDED, unresolvable=True)
+_AFFINITY_RULES: Final = Status(REASON_AFFINITY_RULES, unresolvable=True)
+_ANTI_AFFINITY_RULES: Final = Status(REASON_ANTI_AFFINITY_RULES)
+_EXISTING_ANTI_AFFINITY: Final = Status(REASON_EXISTING_ANTI_AFFINITY)
+_SPREAD: Final = {REASON_SPREAD_CONSTRAINTS: Status(REASON_SPREAD_CONSTRAINTS),
+                  REASON_SPREAD_MISSING_LABEL: Status(REASON_SPREAD_MISSING_LABEL, unresolvable=True)}
 
-_UNSCHEDULABLE_TAINT = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": "NoSchedule"}
+_UNSCHEDULABLE_TAINT: Final = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": "NoSchedule"}
 
 
 def node_name_filter(pod: PodInfo, node: NodeInfo) -> Status | None:
@@ -189,7 +189,7 @@ def inter_pod_affinity_filter(pod: PodInfo, node: NodeInfo, cycle: CycleState | 
 FilterFn = Callable[[PodInfo, NodeInfo], "Status | None"]
 ClusterFilterFn = Callable[[PodInfo, NodeInfo, "CycleState | None"], "Status | None"]
 
-FILTERS: tuple[FilterFn, ...] = (
+FILTERS: Final[tuple[FilterFn, ...]] = (
     node_unschedulable_filter,
     node_name_filter,
     taint_toleration_filter,
@@ -199,7 +199,7 @@ FILTERS: tuple[FilterFn, ...] = (
 )
 """The node-local filters, in order."""
 
-CLUSTER_FILTERS: tuple[ClusterFilterFn, ...] = (
+CLUSTER_FILTERS: Final[tuple[ClusterFilterFn, ...]] = (
     pod_topology_spread_filter,
     inter_pod_affinity_filter,
 )

@@ -26,7 +26,7 @@ Upstream ``pkg/scheduler/framework/plugins/interpodaffinity`` (filtering.go, sco
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from everynode.api.podaffinity import AffinityTerm, pod_matches_all_terms
 
@@ -35,12 +35,12 @@ if TYPE_CHECKING:
     from everynode.scheduler.nodeinfo import NodeInfo
     from everynode.scheduler.podinfo import PodInfo
 
-REASON_AFFINITY_RULES = "node(s) didn't match pod affinity rules"
-REASON_ANTI_AFFINITY_RULES = "node(s) didn't match pod anti-affinity rules"
-REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_AFFINITY_RULES: Final = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY_RULES: Final = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
 
-HARD_POD_AFFINITY_WEIGHT = 1
-MAX_NODE_SCORE = 100
+HARD_POD_AFFINITY_WEIGHT: Final = 1
+MAX_NODE_SCORE: Final = 100
 
 TopologyPair = tuple[str, str]
 NamespaceLabels = Callable[[str], "Mapping[str, str] | None"]

@@ -13,7 +13,7 @@ nothing and then fails "Too many pods".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.api.quantity import int_value, milli_value
@@ -21,7 +21,7 @@ from everynode.scheduler.podinfo import CPU, MEMORY, HostPort, PodInfo
 
 Obj = dict[str, Any]
 
-ANY_IP = "0.0.0.0"
+ANY_IP: Final = "0.0.0.0"
 
 
 def _quantity(name: str, value: Any) -> int:

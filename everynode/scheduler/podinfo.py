@@ -22,7 +22,7 @@ Upstream rules reproduced here:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.api.podaffinity import PodAffinityTerms, compile_pod_affinity
@@ -32,12 +32,12 @@ from everynode.memo import remember
 
 Obj = dict[str, Any]
 
-CPU = "cpu"
-MEMORY = "memory"
-DEFAULT_MILLI_CPU_REQUEST = 100  # schedutil.DefaultMilliCPURequest (scoring only)
-DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
-_NO_LABELS: dict[str, str] = {}
-_UNSET: Any = object()
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+DEFAULT_MILLI_CPU_REQUEST: Final = 100  # schedutil.DefaultMilliCPURequest (scoring only)
+DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
+_NO_LABELS: Final[dict[str, str]] = {}
+_UNSET: Final[Any] = object()
 
 # (hostIP, protocol, port)
 HostPort = tuple[str, str, int]
@@ -141,8 +141,8 @@ class ContainerFacts:
 # collecting the host ports again was most of making one.  Stored objects are immutable
 # (storage/base.py): identity is enough, and the facts keep the objects, so the ids cannot be
 # reused while their entry lives.
-_FACTS: dict[tuple[int, int, int, bool], ContainerFacts] = {}
-_FACTS_MAX = 4096
+_FACTS: Final[dict[tuple[int, int, int, bool], ContainerFacts]] = {}
+_FACTS_MAX: Final = 4096
 
 
 def container_facts(spec: Obj) -> ContainerFacts:
@@ -163,8 +163,8 @@ def container_facts(spec: Obj) -> ContainerFacts:
 # sees (pending, bound, terminating), and the versions of a stored pod share its spec's affinity
 # object: its terms were compiled again for each (1.2% of a virtual rollout, py-spy).  Stored
 # objects are immutable (storage/base.py), which is what makes identity enough.
-_CANDIDATES: dict[int, tuple[Obj, frozenset[str] | None]] = {}
-_CANDIDATES_MAX = 65_536
+_CANDIDATES: Final[dict[int, tuple[Obj, frozenset[str] | None]]] = {}
+_CANDIDATES_MAX: Final = 65_536
 
 
 def candidate_node_names(spec: Obj) -> frozenset[str] | None:

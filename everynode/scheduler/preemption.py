@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 from everynode.scheduler.cycle import CycleState
 from everynode.scheduler.filters import (
@@ -37,10 +38,10 @@ from everynode.scheduler.filters import (
 from everynode.scheduler.nodeinfo import NodeInfo
 from everynode.scheduler.podinfo import PodInfo
 
-_NO_VICTIMS = Status(PREEMPTION_NO_VICTIMS, unresolvable=True)
+_NO_VICTIMS: Final = Status(PREEMPTION_NO_VICTIMS, unresolvable=True)
 
 # Offset that makes every int32 priority positive before summing (as upstream does).
-_PRIORITY_OFFSET = 2**31
+_PRIORITY_OFFSET: Final = 2**31
 
 
 def eligible_to_preempt(pod: PodInfo, nominated_node: NodeInfo | None) -> str | None:

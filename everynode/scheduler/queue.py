@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from typing import Final
 
 from everynode.client.wakeup import Wakeup
 
-INITIAL_BACKOFF = 1.0
-MAX_BACKOFF = 10.0
-MAX_UNSCHEDULABLE_SECONDS = 300.0
-FLUSH_INTERVAL = 30.0
+INITIAL_BACKOFF: Final = 1.0
+MAX_BACKOFF: Final = 10.0
+MAX_UNSCHEDULABLE_SECONDS: Final = 300.0
+FLUSH_INTERVAL: Final = 30.0
 
 
 class SchedulingQueue:

@@ -39,7 +39,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import registry
 from everynode.api.errors import ApiError
@@ -72,16 +72,16 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-FAILED_SCHEDULING = "FailedScheduling"  # the reason of the scheduler's Events about a pod it cannot place
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE = 5
-YIELD_EVERY = 64
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+FAILED_SCHEDULING: Final = "FailedScheduling"  # the reason of the scheduler's Events about a pod it cannot place
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+MIN_FEASIBLE_NODES_PERCENTAGE: Final = 5
+YIELD_EVERY: Final = 64
 # The controllers whose selector the system default spreading uses (``helper.DefaultSelector``):
 # (apiVersion, kind) of the pod's controller -> resource.
-_SPREAD_OWNERS = {("v1", "ReplicationController"): "replicationcontrollers",
-                  ("apps/v1", "ReplicaSet"): "replicasets.apps",
-                  ("apps/v1", "StatefulSet"): "statefulsets.apps"}
+_SPREAD_OWNERS: Final = {("v1", "ReplicationController"): "replicationcontrollers",
+                         ("apps/v1", "ReplicaSet"): "replicasets.apps",
+                         ("apps/v1", "StatefulSet"): "statefulsets.apps"}
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None = None) -> int:

@@ -26,7 +26,7 @@ Only a pod with more than one feasible node is scored — never a pinned DaemonS
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from everynode.api.meta import field_of
 from everynode.api.podaffinity import (
@@ -44,14 +44,14 @@ if TYPE_CHECKING:
     from everynode.scheduler.nodeinfo import NodeInfo
     from everynode.scheduler.podinfo import PodInfo
 
-MAX_NODE_SCORE = 100
+MAX_NODE_SCORE: Final = 100
 
-WEIGHT_TAINT_TOLERATION = 3
-WEIGHT_NODE_AFFINITY = 2
-WEIGHT_NODE_RESOURCES_FIT = 1
-WEIGHT_POD_TOPOLOGY_SPREAD = 2
-WEIGHT_INTER_POD_AFFINITY = 2
-WEIGHT_BALANCED_ALLOCATION = 1
+WEIGHT_TAINT_TOLERATION: Final = 3
+WEIGHT_NODE_AFFINITY: Final = 2
+WEIGHT_NODE_RESOURCES_FIT: Final = 1
+WEIGHT_POD_TOPOLOGY_SPREAD: Final = 2
+WEIGHT_INTER_POD_AFFINITY: Final = 2
+WEIGHT_BALANCED_ALLOCATION: Final = 1
 
 DefaultSelector = Callable[["PodInfo"], LabelSelector]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from everynode.api.podaffinity import (
     DO_NOT_SCHEDULE,
@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     from everynode.scheduler.nodeinfo import NodeInfo
     from everynode.scheduler.podinfo import PodInfo
 
-REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
-REASON_MISSING_LABEL = REASON_CONSTRAINTS + " (missing required label)"
+REASON_CONSTRAINTS: Final = "node(s) didn't match pod topology spread constraints"
+REASON_MISSING_LABEL: Final = REASON_CONSTRAINTS + " (missing required label)"
 
-MAX_NODE_SCORE = 100
-_MAX = 2**31 - 1
+MAX_NODE_SCORE: Final = 100
+_MAX: Final = 2**31 - 1
 
 
 def node_included(c: SpreadConstraint, pod: PodInfo, info: NodeInfo) -> bool:

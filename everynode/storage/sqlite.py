@@ -39,6 +39,7 @@ import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Final
 
 import orjson
 
@@ -57,7 +58,7 @@ from everynode.storage.watch import DELETED
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
+_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS objects (
     resource  TEXT    NOT NULL,
     namespace TEXT    NOT NULL,
@@ -73,9 +74,9 @@ CREATE TABLE IF NOT EXISTS meta (
 INSERT OR IGNORE INTO meta (key, value) VALUES ('rv', 0);
 """
 
-_UPSERT = "INSERT OR REPLACE INTO objects (resource, namespace, name, rv, value) VALUES (?, ?, ?, ?, ?)"
-_DELETE = "DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?"
-_SET_RV = "UPDATE meta SET value = ? WHERE key = 'rv'"
+_UPSERT: Final = "INSERT OR REPLACE INTO objects (resource, namespace, name, rv, value) VALUES (?, ?, ?, ?, ?)"
+_DELETE: Final = "DELETE FROM objects WHERE resource = ? AND namespace = ? AND name = ?"
+_SET_RV: Final = "UPDATE meta SET value = ? WHERE key = 'rv'"
 
 PendingKey = tuple[str, str, str]  # (resource, namespace, name)
 

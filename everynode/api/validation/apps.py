@@ -12,7 +12,7 @@ an annotation the server itself maintains, so a user can never trip them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import field_errors as field
 from everynode.api.field_errors import FieldError
@@ -34,7 +34,7 @@ from everynode.api.validation.pod import validate_pod_template_spec
 
 Obj = dict[str, Any]
 
-DAEMON_SET_STATUS_COUNTERS = (
+DAEMON_SET_STATUS_COUNTERS: Final = (
     "currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
     "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
 )

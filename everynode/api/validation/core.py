@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import field_errors as field
 from everynode.api.field_errors import FieldError
@@ -62,11 +62,11 @@ from everynode.api.validation.pod import (
 
 Obj = dict[str, Any]
 
-MAX_SECRET_SIZE = 1 * 1024 * 1024
-SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
-SESSION_AFFINITIES = ["ClientIP", "None"]
-TRAFFIC_POLICIES = ["Cluster", "Local"]
-INVALID_IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+MAX_SECRET_SIZE: Final = 1 * 1024 * 1024
+SERVICE_TYPES: Final = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+SESSION_AFFINITIES: Final = ["ClientIP", "None"]
+TRAFFIC_POLICIES: Final = ["Cluster", "Local"]
+INVALID_IP_MSG: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
 # --- Namespace ----------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def _decoded_len(value: Any) -> int:
         return len(text)
 
 
-_SECRET_REQUIRED_KEYS = {
+_SECRET_REQUIRED_KEYS: Final = {
     "kubernetes.io/dockercfg": (".dockercfg",),
     "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
     "kubernetes.io/ssh-auth": ("ssh-privatekey",),
@@ -421,10 +421,10 @@ def validate_service_account_create(sa: Obj) -> list[FieldError]:
 
 # --- Events -------------------------------------------------------------------------------------
 
-REPORTING_INSTANCE_LENGTH_LIMIT = 128
-ACTION_LENGTH_LIMIT = 128
-REASON_LENGTH_LIMIT = 128
-NOTE_LENGTH_LIMIT = 1024
+REPORTING_INSTANCE_LENGTH_LIMIT: Final = 128
+ACTION_LENGTH_LIMIT: Final = 128
+REASON_LENGTH_LIMIT: Final = 128
+NOTE_LENGTH_LIMIT: Final = 1024
 
 
 def _event_reporting_fields(event: Obj, *, message_field: str) -> list[FieldError]:

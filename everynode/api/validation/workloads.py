@@ -17,7 +17,7 @@ piece of code per rule).  A missing selector gets both upstream errors: ``Requir
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import field_errors as field
 from everynode.api.field_errors import FieldError
@@ -45,8 +45,8 @@ from everynode.api.validation.pod import validate_pod_template_spec
 
 Obj = dict[str, Any]
 
-GREATER_THAN_REPLICAS = "cannot be greater than status.replicas"
-GREATER_THAN_READY = "cannot be greater than readyReplicas"
+GREATER_THAN_REPLICAS: Final = "cannot be greater than status.replicas"
+GREATER_THAN_READY: Final = "cannot be greater than readyReplicas"
 
 
 # -- shared: the pod template a ReplicaSet (and a Deployment) stamps out ------------------------

@@ -64,7 +64,8 @@ from everynode.apiserver.registry.options import (
     selection_predicate,
     too_large_rv,
 )
-from everynode.apiserver.registry.strategy import Strategy, before_create, before_update
+from everynode.apiserver.registry.strategy import Strategy, before_create
+from everynode.apiserver.registry.systemmeta import before_update
 from everynode.apiserver.registry.templates import Created, TemplateCreates
 from everynode.clock import format_rfc3339, parse_rfc3339
 from everynode.compiled import mypyc_attr

@@ -10,7 +10,7 @@ nothing else happens.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import errors
 from everynode.api import field_errors as fielderr
@@ -24,8 +24,8 @@ from everynode.storage.base import Predicate
 
 Obj = dict[str, Any]
 
-PATCH_TYPES = ("json", "merge", "strategic", "apply")
-PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+PATCH_TYPES: Final = ("json", "merge", "strategic", "apply")
+PROPAGATION_POLICIES: Final = ("Foreground", "Background", "Orphan")
 
 
 class RequestOptions:

@@ -36,6 +36,8 @@ from everynode.api import field_errors as fielderr
 from everynode.api import meta as apimeta
 from everynode.api.registry import ResourceType
 from everynode.api.validation import validate_create, validate_status_update, validate_update
+from everynode.apiserver.registry.systemmeta import before_update as before_update  # (re-exported)
+from everynode.apiserver.registry.systemmeta import keep as keep  # (re-exported)
 
 Obj = dict[str, Any]
 Finish = Callable[[bool], None]
@@ -174,40 +176,8 @@ def before_create(rt: ResourceType, obj: Obj, *, now: str) -> None:
         md.pop("namespace", None)
 
 
-def before_update(new: Obj, old: Obj) -> None:
-    """What ``BeforeUpdate`` forces from the stored object whatever the client sent."""
-    md = new["metadata"]
-    old_md = old["metadata"]
-    if "generation" in old_md:
-        md["generation"] = old_md["generation"]
-    else:
-        md.pop("generation", None)
-    if not md.get("uid"):
-        md["uid"] = old_md.get("uid")
-    if old_md.get("creationTimestamp"):
-        md["creationTimestamp"] = old_md["creationTimestamp"]
-    # A deletion timestamp is only ever set by DELETE; an update can neither add nor remove it.
-    if old_md.get("deletionTimestamp"):
-        md["deletionTimestamp"] = old_md["deletionTimestamp"]
-    else:
-        md.pop("deletionTimestamp", None)
-    if old_md.get("deletionGracePeriodSeconds") is not None:
-        md["deletionGracePeriodSeconds"] = old_md["deletionGracePeriodSeconds"]
-    else:
-        md.pop("deletionGracePeriodSeconds", None)
-    md.pop("selfLink", None)
-
-
 # --------------------------------------------------------------------------------------------
 # helpers the kinds' strategies share
-
-
-def keep(new: Obj, old: Obj, key: str) -> None:
-    """``new[key]`` becomes the stored value (absent when the stored object has none)."""
-    if key in old:
-        new[key] = old[key]
-    else:
-        new.pop(key, None)
 
 
 def bump_generation_on_spec_change(new: Obj, old: Obj) -> None:

@@ -22,7 +22,7 @@ keeps a steady-state sync independent of the cluster size.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.errors import ApiError
 from everynode.api.meta import controller_ref, field_of, make_controller_ref
@@ -31,7 +31,7 @@ from everynode.client.base import Client
 
 Obj = dict[str, Any]
 
-DAEMONSETS = "daemonsets.apps"
+DAEMONSETS: Final = "daemonsets.apps"
 
 
 class ClaimError(Exception):

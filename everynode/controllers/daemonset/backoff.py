@@ -12,13 +12,13 @@ clock) so the table is testable without waiting.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 
-INITIAL_DELAY = 1.0
-MAX_DELAY = 15 * 60.0
-GC_INTERVAL = 60.0  # BackoffGCInterval
+INITIAL_DELAY: Final = 1.0
+MAX_DELAY: Final = 15 * 60.0
+GC_INTERVAL: Final = 60.0  # BackoffGCInterval
 
 
 def failed_pods_backoff_key(ds: dict[str, Any], node_name: str) -> str:

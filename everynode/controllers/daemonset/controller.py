@@ -71,7 +71,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.daemonset import ROLLING_UPDATE, min_ready_seconds, update_strategy_type
 from everynode.api.errors import ApiError, is_namespace_terminating
@@ -124,16 +124,16 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-DAEMONSETS = "daemonsets.apps"
-PODS = "pods"
-NODES = "nodes"
-REVISIONS = "controllerrevisions.apps"
-COMPONENT = "daemonset-controller"
-BURST_REPLICAS = 250
-SLOW_START_INITIAL_BATCH_SIZE = 1
-FULL_RESYNC_PERIOD = 300.0
-SELECTING_ALL = "SelectingAll"
-FAILED_SYNC = "FailedSync"  # everynode: a sync error is also an event on the DaemonSet, not only a log line
+DAEMONSETS: Final = "daemonsets.apps"
+PODS: Final = "pods"
+NODES: Final = "nodes"
+REVISIONS: Final = "controllerrevisions.apps"
+COMPONENT: Final = "daemonset-controller"
+BURST_REPLICAS: Final = 250
+SLOW_START_INITIAL_BATCH_SIZE: Final = 1
+FULL_RESYNC_PERIOD: Final = 300.0
+SELECTING_ALL: Final = "SelectingAll"
+FAILED_SYNC: Final = "FailedSync"  # everynode: a sync error is also an event on the DaemonSet, not only a log line
 
 
 class SyncError(Exception):

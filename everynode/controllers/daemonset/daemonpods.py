@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import deep_copy, field_of, make_controller_ref
 from everynode.api.pod import timestamp_seconds
@@ -21,11 +21,11 @@ from everynode.controllers.daemonset.placement import with_daemon_tolerations
 Obj = dict[str, Any]
 
 # staging/src/k8s.io/api/apps/v1/types.go
-CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"  # DefaultDaemonSetUniqueLabelKey
-TEMPLATE_GENERATION_LABEL = "pod-template-generation"  # DaemonSetTemplateGenerationKey
-TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"  # DeprecatedTemplateGeneration
+CONTROLLER_REVISION_HASH_LABEL: Final = "controller-revision-hash"  # DefaultDaemonSetUniqueLabelKey
+TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"  # DaemonSetTemplateGenerationKey
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"  # DeprecatedTemplateGeneration
 
-OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField
+OBJECT_NAME_FIELD: Final = "metadata.name"  # metav1.ObjectNameField
 
 
 # ---------------------------------------------------------------------------------------------

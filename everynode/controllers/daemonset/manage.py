@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from everynode.api.meta import field_of
 from everynode.api.pod import is_pod_available, is_pod_ready
@@ -21,8 +21,8 @@ from everynode.controllers.daemonset.daemonpods import pod_hash, sort_oldest_fir
 
 Obj = dict[str, Any]
 
-FAILED_DAEMON_POD = "FailedDaemonPod"
-SUCCEEDED_DAEMON_POD = "SucceededDaemonPod"
+FAILED_DAEMON_POD: Final = "FailedDaemonPod"
+SUCCEEDED_DAEMON_POD: Final = "SucceededDaemonPod"
 
 
 class NodeActions:

@@ -12,7 +12,7 @@ change and then one node per node event, which is what keeps node events O(Daemo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from everynode.api.meta import field_of
 from everynode.api.node import (
@@ -28,8 +28,8 @@ from everynode.api.scheduling import find_untolerated_taint, node_matches_requir
 
 Obj = dict[str, Any]
 
-_FIT_EFFECTS = ("NoSchedule", "NoExecute")
-_CONTINUE_EFFECTS = ("NoExecute",)
+_FIT_EFFECTS: Final = ("NoSchedule", "NoExecute")
+_CONTINUE_EFFECTS: Final = ("NoExecute",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,9 +161,9 @@ class NodeFit(NamedTuple):
     taint: Mapping[str, Any] | None = None
 
 
-_FITS = NodeFit(True, True)
-_FIT_NODE_NAME = NodeFit(False, False, "nodeName")
-_FIT_AFFINITY = NodeFit(False, False, "affinity")
+_FITS: Final = NodeFit(True, True)
+_FIT_NODE_NAME: Final = NodeFit(False, False, "nodeName")
+_FIT_AFFINITY: Final = NodeFit(False, False, "affinity")
 
 
 def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:

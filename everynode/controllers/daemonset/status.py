@@ -53,21 +53,21 @@ from everynode.controllers.daemonset.daemonpods import is_pod_updated, oldest_po
 
 Obj = dict[str, Any]
 
-DAEMONSETS = "daemonsets.apps"
-STATUS_UPDATE_RETRIES = 1
+DAEMONSETS: Final = "daemonsets.apps"
+STATUS_UPDATE_RETRIES: Final = 1
 
-PROGRESSING = "Progressing"
-AVAILABLE = "Available"
-REASON_ROLLING_OUT = "RevisionRollingOut"
-REASON_COMPLETE = "NewRevisionAvailable"
-REASON_STUCK = "ProgressDeadlineExceeded"
-REASON_ON_DELETE = "WaitingForPodDeletion"
-REASON_MIN_AVAILABLE = "MinimumPodsAvailable"
-REASON_MIN_UNAVAILABLE = "MinimumPodsUnavailable"
-DEFAULT_PROGRESS_DEADLINE = 600.0
+PROGRESSING: Final = "Progressing"
+AVAILABLE: Final = "Available"
+REASON_ROLLING_OUT: Final = "RevisionRollingOut"
+REASON_COMPLETE: Final = "NewRevisionAvailable"
+REASON_STUCK: Final = "ProgressDeadlineExceeded"
+REASON_ON_DELETE: Final = "WaitingForPodDeletion"
+REASON_MIN_AVAILABLE: Final = "MinimumPodsAvailable"
+REASON_MIN_UNAVAILABLE: Final = "MinimumPodsUnavailable"
+DEFAULT_PROGRESS_DEADLINE: Final = 600.0
 
-COUNTER_FIELDS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled", "numberReady",
-                  "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
+COUNTER_FIELDS: Final = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled", "numberReady",
+                         "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
 
 
 class NodeStatus:
@@ -106,7 +106,7 @@ class NodeStatus:
                 "available_at={!r})".format(*self._fields()))
 
 
-ZERO = NodeStatus()
+ZERO: Final = NodeStatus()
 
 
 @dataclass(slots=True)
@@ -285,7 +285,7 @@ def _condition(type_: str, status: str, reason: str, message: str, *, now: float
             "reason": reason, "message": message}
 
 
-_SUMMARIES: dict[tuple[int, int, int, int], str] = {}
+_SUMMARIES: Final[dict[tuple[int, int, int, int], str]] = {}
 _SUMMARIES_LIMIT: Final = 4096
 
 

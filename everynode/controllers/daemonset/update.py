@@ -133,7 +133,7 @@ class NodeRollout:
         return self == _NOTHING
 
 
-_NOTHING = NodeRollout()
+_NOTHING: Final = NodeRollout()
 
 
 def classify_node(pods: Sequence[Obj], *, should_run: bool | None, hash_: str, generation: int | None,
@@ -232,7 +232,7 @@ class _SortedNames:
         return self._keys[0] if self._keys else None
 
 
-_ABSENT = object()
+_ABSENT: Final = object()
 
 
 class RolloutIndex:
@@ -309,7 +309,7 @@ class RolloutIndex:
         return plan
 
 
-_LISTED = ("replace", "candidate", "delete_old", "delete_if_surplus", "create_now", "create_candidate")
+_LISTED: Final = ("replace", "candidate", "delete_old", "delete_if_surplus", "create_now", "create_candidate")
 
 
 def _mark(names: _SortedNames, node: str, value: str | None, sign: int) -> None:

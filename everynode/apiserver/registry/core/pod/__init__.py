@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from everynode.api.registry import ResourceType
@@ -26,10 +27,9 @@ class PodStore(ResourceStore):
     def __init__(self, rt: ResourceType, ctx: ServerContext, *, budgets: ResourceStore | None = None) -> None:
         super().__init__(rt, ctx, PodStrategy())
         self.budgets = budgets
-        self.creators = {"binding": self._bind, "eviction": self._evict}
-
-    async def _bind(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
-        await bind(self.ctx, self.rt, namespace, name, body, opts)
+        # (the compiled ``bind`` itself, its first two arguments bound: a method awaiting it
+        # here was an interpreted coroutine frame around every binding)
+        self.creators = {"binding": partial(bind, ctx, rt), "eviction": self._evict}
 
     async def _evict(self, namespace: str, name: str, body: Obj, opts: RequestOptions) -> None:
         await evict(self, namespace, name, body, opts, budgets=self.budgets)

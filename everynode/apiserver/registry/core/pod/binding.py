@@ -12,7 +12,7 @@ The pod's managedFields are not touched: upstream writes the bound pod straight 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import errors
 from everynode.api import field_errors as fielderr
@@ -25,7 +25,7 @@ from everynode.storage.base import ConflictError, NotFoundError
 
 Obj = dict[str, Any]
 
-BIND_ATTEMPTS = 5
+BIND_ATTEMPTS: Final = 5
 
 
 async def bind(ctx: ServerContext, pods: ResourceType, namespace: str, name: str, binding: Obj,

@@ -8,17 +8,13 @@ with ``qos.GetPodQOS`` and the kubelet never changes it; a status write that omi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from everynode.api import field_errors as fielderr
 from everynode.api.registry import ResourceType
 from everynode.api.validation.pod import validate_pod_create_per_object
-from everynode.apiserver.registry.strategy import (
-    StatusStrategy,
-    Strategy,
-    bump_generation_on_spec_change,
-    keep,
-)
+from everynode.apiserver.registry.strategy import StatusStrategy, Strategy, bump_generation_on_spec_change
+from everynode.apiserver.registry.systemmeta import keep
 
 Obj = dict[str, Any]
 
@@ -83,7 +79,7 @@ class PodStatusStrategy(StatusStrategy):
             status["qosClass"] = old_qos
 
 
-_QOS_RESOURCES = ("cpu", "memory")
+_QOS_RESOURCES: Final = ("cpu", "memory")
 
 
 def _quantity(value: Any) -> Any:
