@@ -170,12 +170,14 @@ class _Identities:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.new: dict[int, int] = {}
-        self.old: dict[int, int] = {}
+        # (keyed by the id as an object: boxed once per container by its caller, where an ``int``
+        # parameter was boxed again for each look-up)
+        self.new: dict[object, int] = {}
+        self.old: dict[object, int] = {}
         self.held: list[Any] = []
         self.held_old: list[Any] = []
 
-    def put(self, i: int, v: Any, at: i64) -> None:
+    def put(self, i: object, v: Any, at: i64) -> None:
         """Enter container ``v`` (``i`` is its id) as canonical at the path hashed ``at``."""
         new = self.new
         if len(new) >= self.capacity:
@@ -186,7 +188,7 @@ class _Identities:
         new[i] = at
         self.held.append(v)
 
-    def path(self, i: int) -> i64:
+    def path(self, i: object) -> i64:
         """The hash of the path the container whose id is ``i`` is canonical at, if it is
         (else ``_NO_PATH``)."""
         at = self.new.get(i)
@@ -282,7 +284,7 @@ class Canonicalizer:
                 if hit is not None and type(hit) is t and not hit:
                     self._shared += 1
                     return containers.intern(key, hit)
-            i = id(v)
+            i: object = id(v)
             known = canonical.path(i)
             if known != _NO_PATH:
                 if known == at:
@@ -292,7 +294,7 @@ class Canonicalizer:
             containers.put(key, v)
             canonical.put(i, v, at)
             return v
-        i = id(v)
+        i = id(v)  # (an object: see _Identities)
         known = canonical.path(i)
         if known == at:
             self._shared += 1
