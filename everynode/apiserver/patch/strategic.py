@@ -334,12 +334,19 @@ def _merge_slice(original: list[Any], patch: list[Any], items: Node | None, merg
         if not merge_key:
             raise internal("cannot merge lists without merge key for type map")
         fast = _merge_plain_keyed(original, patch, items, merge_key)
-        if fast is not None:
-            return fast
-        original, patch = _apply_special_elements(original, patch, merge_key)
-        merged = _merge_by_key(original, patch, items, merge_key)
+        return fast if fast is not None else _merge_keyed(original, patch, items, merge_key)
     patch_items, server_only = _partition(merged, patch, merge_key, is_map)
     return _normalize_element_order(patch_items, server_only, patch, original, merge_key, is_map)
+
+
+def _merge_keyed(original: list[Any], patch: list[Any], items: Node | None, merge_key: str) -> list[Any]:
+    """The general merge of a list of objects by their merge key: ``$patch`` items first, then
+    the merge by key, then the order (``mergeSliceWithSpecialElements``,
+    ``mergeSliceWithoutSpecialElements``, ``normalizeElementOrder``)."""
+    original, patch = _apply_special_elements(original, patch, merge_key)
+    merged = _merge_by_key(original, patch, items, merge_key)
+    patch_items, server_only = _partition(merged, patch, merge_key, True)
+    return _normalize_element_order(patch_items, server_only, patch, original, merge_key, True)
 
 
 def _merge_plain_keyed(original: list[Any], patch: list[Any], items: Node | None,
@@ -354,14 +361,8 @@ def _merge_plain_keyed(original: list[Any], patch: list[Any], items: Node | None
     live_keys: dict[Any, int] = {}
     patch_keys: dict[Any, int] = {}
     try:
-        for keys, side in ((live_keys, original), (patch_keys, patch)):
-            for i, item in enumerate(side):
-                if type(item) is not dict or item.get(merge_key) is None or DIRECTIVE in item:
-                    return None  # (a null key is removed by the merge: the general path refuses it)
-                key = _scalar_key(item[merge_key])
-                if key in keys:
-                    return None
-                keys[key] = i
+        if not _plain_keys(original, merge_key, live_keys) or not _plain_keys(patch, merge_key, patch_keys):
+            return None
     except TypeError:  # an unhashable key value (an object as merge key): the general path
         return None
     patch_items: list[Any] = []
@@ -369,12 +370,34 @@ def _merge_plain_keyed(original: list[Any], patch: list[Any], items: Node | None
         pos = live_keys.get(key)
         item = patch[i]
         patch_items.append(_clean(item, items) if pos is None else _merge_map(original[pos], item, items))
-    server_only = [item for key, item in zip(live_keys, original, strict=True) if key not in patch_keys]
+    server_only: list[Any] = []
+    live_pos: list[int] = []
+    for key, i in live_keys.items():  # (in the live order)
+        if key not in patch_keys:
+            server_only.append(original[i])
+            live_pos.append(i)
     if not server_only or not patch_items:
         return server_only + patch_items
     # _merge_sorted, with the live positions already known
-    live_pos = [i for key, i in live_keys.items() if key not in patch_keys]
     return _interleave(server_only, patch_items, live_pos, [live_keys.get(key, -1) for key in patch_keys])
+
+
+def _plain_keys(side: list[Any], merge_key: str, keys: dict[Any, int]) -> bool:
+    """Each item's merge key -> its position, into ``keys``; False when an item is not an object
+    with its merge key, holds a ``$patch`` or repeats a key.  A string key stands for itself (no
+    other JSON value equals a string, so :func:`_scalar_key`'s tuple is only needed for others:
+    one per item made here before)."""
+    for i, item in enumerate(side):
+        if type(item) is not dict:
+            return False
+        value = item.get(merge_key)
+        if value is None or DIRECTIVE in item:
+            return False  # (a null key is removed by the merge: the general path refuses it)
+        key = value if type(value) is str else _scalar_key(value)
+        if key in keys:
+            return False
+        keys[key] = i
+    return True
 
 
 def _apply_special_elements(original: list[Any], patch: list[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
