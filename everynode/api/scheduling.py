@@ -213,6 +213,40 @@ def _terms_matcher(terms: tuple[_Term, ...]) -> NodeMatcher:
     return match
 
 
+def node_pin_name(affinity: Any) -> str | None:
+    """The node name of a DaemonSet pod's node pin, the affinity its controller writes
+    (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`` with the one term
+    ``matchFields: [{key: metadata.name, operator: In, values: [name]}]``: upstream
+    ``ReplaceDaemonSetPodNodeNameNodeAffinity`` on a template without node affinity), or None
+    for any other affinity.
+
+    Every DaemonSet pod carries one, with its own node's name, and it is the only part of such a
+    pod's create that differs from its siblings': the write path recognises it to skip what the
+    name cannot change (validation checks the name alone; the type check finds a pin clean;
+    managedFields know its members, the same for every pin)."""
+    if type(affinity) is not dict or len(affinity) != 1:
+        return None
+    node = affinity.get("nodeAffinity")
+    if type(node) is not dict or len(node) != 1:
+        return None
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if type(required) is not dict or len(required) != 1:
+        return None
+    terms = required.get("nodeSelectorTerms")
+    if type(terms) is not list or len(terms) != 1 or type(terms[0]) is not dict or len(terms[0]) != 1:
+        return None
+    fields = terms[0].get("matchFields")
+    if type(fields) is not list or len(fields) != 1 or type(fields[0]) is not dict or len(fields[0]) != 3:
+        return None
+    requirement: dict[str, Any] = fields[0]
+    values = requirement.get("values")
+    if (requirement.get("key") != "metadata.name" or requirement.get("operator") != "In"
+            or type(values) is not list or len(values) != 1 or type(values[0]) is not str):
+        return None
+    name: str = values[0]
+    return name
+
+
 def _pure_pin(term: _Term) -> str | None:
     """The node name of a term that is exactly ``matchFields: [metadata.name In [x]]``."""
     selector, fields = term

@@ -41,6 +41,7 @@ import orjson
 
 from everynode.api.gobase64 import base64_error
 from everynode.api.gojson import format_float
+from everynode.api.scheduling import node_pin_name
 from everynode.api.schema import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Node, kind_node
 from everynode.memo import remember
 
@@ -180,6 +181,8 @@ def _make_verdict(node: Node) -> _Verdict:
     # A badly typed value is a finding, except at an "any" position (a custom resource's).
     wrong_type_ok = node.check == "any"
     if kind == "object":
+        if node.definition == _AFFINITY:
+            return _AffinityVerdict(node, wrong_type_ok)
         return _ObjectVerdict(node, wrong_type_ok)
     if kind == "array" or kind == "map":
         element = node.items if kind == "array" else node.values
@@ -266,6 +269,19 @@ class _ObjectVerdict(_Verdict):
             if not check.clean(sub, before):
                 return False
         return True
+
+
+_AFFINITY: Final = "io.k8s.api.core.v1.Affinity"
+
+
+class _AffinityVerdict(_ObjectVerdict):
+    """A pod's affinity.  A DaemonSet pod's node pin (``api.scheduling.node_pin_name``: that
+    exact shape, each of its values of the type its position takes) is clean without walking
+    its seven levels, which every templated pod's create did for its own node's name; any other
+    affinity is walked."""
+
+    def clean(self, value: Any, known: Any) -> bool:
+        return node_pin_name(value) is not None or super().clean(value, known)
 
 
 class _ShallowVerdict(_Verdict):

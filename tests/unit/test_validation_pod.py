@@ -414,12 +414,39 @@ def test_a_node_pin_checked_alone_gives_what_the_walk_gives(affinity: Obj) -> No
 
 
 def test_only_the_daemonset_pin_shape_is_checked_alone() -> None:
-    from everynode.api.validation.pod import _node_pin_name
+    from everynode.api.scheduling import node_pin_name as _node_pin_name
 
     assert [_node_pin_name(a) for a in _PINS[:6]] == ["worker-1", "ip-10-0-0-1.ec2.internal", "Worker_1", "",
                                                       "a" * 254, "-x-"]
     assert all(_node_pin_name(a) is None for a in _PINS[6:])
     assert _node_pin_name(None) is None and _node_pin_name({}) is None
+
+
+@pytest.mark.parametrize("affinity", _PINS)
+def test_a_node_pin_is_type_checked_as_the_walk_checks_it(affinity: Obj) -> None:
+    # The type check finds a pin clean without walking it; near-pins (a wrong type, an unknown
+    # field) are walked, and the verdict is the walk's either way.
+    from everynode.api import typecheck
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "i"}], "affinity": affinity}}
+    assert typecheck.is_clean("v1", "Pod", pod) == (not typecheck.walk("v1", "Pod", pod))
+
+
+def test_every_node_pin_has_the_members_the_walk_gives_it() -> None:
+    import orjson
+
+    from everynode.api import schema
+    from everynode.api.scheduling import node_pin_name
+    from everynode.apiserver.patch import apply
+
+    node = schema.kind_node("v1", "Pod").child("spec").child("affinity")
+    pins = [a for a in _PINS if node_pin_name(a) is not None]
+    assert len(pins) == 6
+    for depth in (2, 3):
+        assert all(apply._position(a, node, depth) == apply._walk(a, node, apply._UNMEMOISED) for a in pins)
+    # (one tree for every node named: the reason the first pin's walk serves them all)
+    assert len({orjson.dumps(apply._walk(a, node, apply._UNMEMOISED)) for a in pins}) == 1
 
 
 def test_a_generated_name_is_checked_but_not_remembered() -> None:

@@ -38,6 +38,7 @@ from everynode.api.names import (
     name_is_dns_subdomain,
 )
 from everynode.api.quantity import parse_quantity_value
+from everynode.api.scheduling import node_pin_name
 from everynode.api.validation.meta import (
     IS_NEGATIVE_ERROR_MSG,
     as_dict,
@@ -801,41 +802,12 @@ def _validate_pod_affinity(affinity: Obj, path: str) -> list[FieldError]:
 _PIN_VALUE: Final = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values[0]"
 
 
-def _node_pin_name(affinity: Any) -> str | None:
-    """The node name of a DaemonSet pod's node pin, the affinity its controller writes
-    (``nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`` with the one term
-    ``matchFields: [{key: metadata.name, operator: In, values: [name]}]``: upstream
-    ``ReplaceDaemonSetPodNodeNameNodeAffinity`` on a template without node affinity), or None
-    for any other affinity."""
-    if type(affinity) is not dict or len(affinity) != 1:
-        return None
-    node = affinity.get("nodeAffinity")
-    if type(node) is not dict or len(node) != 1:
-        return None
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if type(required) is not dict or len(required) != 1:
-        return None
-    terms = required.get("nodeSelectorTerms")
-    if type(terms) is not list or len(terms) != 1 or type(terms[0]) is not dict or len(terms[0]) != 1:
-        return None
-    fields = terms[0].get("matchFields")
-    if type(fields) is not list or len(fields) != 1 or type(fields[0]) is not dict or len(fields[0]) != 3:
-        return None
-    requirement: dict[str, Any] = fields[0]
-    values = requirement.get("values")
-    if (requirement.get("key") != "metadata.name" or requirement.get("operator") != "In"
-            or type(values) is not list or len(values) != 1 or type(values[0]) is not str):
-        return None
-    name: str = values[0]
-    return name
-
-
 def validate_affinity(affinity: Any, path: str) -> list[FieldError]:
     """``validateAffinity``.  A DaemonSet pod's node pin, which every one of its pods carries
     with its own node's name, can break one rule only — its name's — so it is checked alone:
     the walk of its seven levels building each one's field path was most of a templated pod's
     own validation (tests/unit/test_validation_pod.py: the same errors as the walk)."""
-    name = _node_pin_name(affinity)
+    name = node_pin_name(affinity)
     if name is not None:
         return [field.invalid(child(path, _PIN_VALUE), name, m) for m in name_is_dns_subdomain(name)]
     return _validate_affinity_walk(affinity, path)

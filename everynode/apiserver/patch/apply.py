@@ -39,6 +39,7 @@ from everynode.api import registry, schema
 from everynode.api.errors import ApiError, bad_request, status
 from everynode.api.gojson import go_json, verbatim
 from everynode.api.meta import deep_copy, field_of
+from everynode.api.scheduling import node_pin_name
 from everynode.api.schema import Node
 from everynode.memo import record_look_up, remember, skips_look_up
 
@@ -228,6 +229,8 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
     condition changed every second and missed the memo, and serialising and hashing it cost
     more than walking it."""
     if depth >= _MEMO_DEPTH and value and isinstance(value, (dict, list)):
+        if node is not None and node.definition == _AFFINITY and node_pin_name(value) is not None:
+            return _pin_members(value, node)
         shape = _shape(value) if isinstance(value, dict) else None
         if shape is not None:
             shaped_key = (node, shape)
@@ -247,6 +250,21 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
             tree = remember(_POSITIONS, key, _walk(value, node, _UNMEMOISED), limit=_POSITIONS_MAX)
         return tree
     return _walk(value, node, depth)
+
+
+_AFFINITY: Final = "io.k8s.api.core.v1.Affinity"
+# Affinity schema node -> the members of a DaemonSet pod's node pin there (the pin's lists are
+# atomic, so its members are the same whatever node it names: the first pin's walk is every
+# pin's; the text memo missed on each pod's own name, and walked its seven levels).
+_PIN_MEMBERS: Final[dict[Node, Tree]] = {}
+
+
+def _pin_members(value: Any, node: Node) -> Tree:
+    """:func:`_position` of a node pin (``api.scheduling.node_pin_name``) at ``node``."""
+    tree = _PIN_MEMBERS.get(node)
+    if tree is None:
+        tree = _PIN_MEMBERS[node] = _walk(value, node, _UNMEMOISED)
+    return tree
 
 
 def _walk(value: Any, node: Node | None, depth: int) -> Tree:
