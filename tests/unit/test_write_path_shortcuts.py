@@ -619,10 +619,12 @@ LABEL_CASES = [
 def test_label_memo_reports_what_the_checks_report(monkeypatch):
     from everynode.api.validation import meta
 
-    with monkeypatch.context() as m:
-        m.setattr(meta, "_VALID_LABELS", {"never": True})  # a memo that remembers nothing useful
-        m.setattr(meta, "remember", lambda memo, key, value, *, limit: value)
-        plain = [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES]
+    plain = []
+    for labels in LABEL_CASES:  # each case with a memo of its own, empty (no pair repeats within one)
+        with monkeypatch.context() as m:
+            # (the memo is replaced, not ``remember``: compiled callers would not see that replaced)
+            m.setattr(meta, "_VALID_LABELS", {})
+            plain.append([str(e) for e in validate_labels(labels, "metadata.labels")])
     meta._VALID_LABELS.clear()
     for _ in range(2):  # the second time every valid pair is remembered
         assert [[str(e) for e in validate_labels(labels, "metadata.labels")] for labels in LABEL_CASES] == plain
