@@ -222,8 +222,9 @@ def node_pin_name(affinity: Any) -> str | None:
 
     Every DaemonSet pod carries one, with its own node's name, and it is the only part of such a
     pod's create that differs from its siblings': the write path recognises it to skip what the
-    name cannot change (validation checks the name alone; the type check finds a pin clean;
-    managedFields know its members, the same for every pin)."""
+    name cannot change (validation checks the name alone; the type check finds a pin clean).
+    managedFields need no such case: a pin's lists are atomic, so its members have one shape
+    whatever the name (``apply._shape``)."""
     if type(affinity) is not dict or len(affinity) != 1:
         return None
     node = affinity.get("nodeAffinity")

@@ -244,6 +244,23 @@ _POSITIONED = [
     (("spec", "containers", "[]"), {"name": "a", "ports": [{"containerPort": 80}]}),
     (("spec", "containers", "[]"), {"name": "a", "ports": [{"containerPort": 81}]}),
     (("spec", "containers", "[]"), {"name": "a", "ports": []}),
+    # atomic lists are one member each, whatever they hold; a keyed list or a set is not
+    (("spec", "containers", "[]"), {"name": "a", "command": ["x"]}),
+    (("spec", "containers", "[]"), {"name": "a", "command": ["y", "z"]}),
+    (("spec", "containers", "[]"), {"name": "a", "command": []}),
+    (("spec", "containers", "[]"), {"name": "a", "command": "x"}),
+    (("spec", "containers", "[]"), {"name": "a", "command": ["x"], "ports": [{"containerPort": 80}]}),
+    (("spec", "containers", "[]"), {"name": "a", "command": ["x"], "ports": [{"containerPort": 81}]}),
+    (("metadata",), {"name": "p", "finalizers": ["a"]}),
+    (("metadata",), {"name": "p", "finalizers": ["b", "c"]}),
+    (("spec", "affinity"), {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}),
+    (("spec", "affinity"), {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}),
+    (("spec", "affinity"), {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": []}}}),
+    (("spec", "affinity"), {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "k"}]}}),
 ]
 
 

@@ -39,7 +39,6 @@ from everynode.api import registry, schema
 from everynode.api.errors import ApiError, bad_request, status
 from everynode.api.gojson import go_json, verbatim
 from everynode.api.meta import deep_copy, field_of
-from everynode.api.scheduling import node_pin_name
 from everynode.api.schema import Node
 from everynode.memo import record_look_up, remember, skips_look_up
 
@@ -191,8 +190,8 @@ def _sorted(children: Tree) -> Tree:
 
 
 # Memo of :func:`_position` at ``_MEMO_DEPTH``: (schema node, JSON text) -> node, and for objects
-# without lists (schema node, shape) -> node.  The trees are shared by the objects whose
-# managedFields hold them and never mutated.
+# whose members do not depend on their values (schema node, shape) -> node.  The trees are shared
+# by the objects whose managedFields hold them and never mutated.
 _MEMO_DEPTH: Final = 2
 _UNMEMOISED: Final = -(1 << 30)  # the depth of positions walked without the memo
 _POSITIONS: Final[dict[tuple[Node | None, int, int, int], Tree]] = {}
@@ -223,15 +222,14 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
     conditions), while the levels above hold each object's own values (name, node pin), where a
     memo would only miss.
 
-    An object without lists is looked up by its shape (:func:`_shape`: its keys, and which of
-    its values are objects, with theirs) instead: its members are its keys whatever the values
-    say, so a condition's are known whatever its time and message — the text of a kubelet's
-    condition changed every second and missed the memo, and serialising and hashing it cost
-    more than walking it."""
+    An object whose lists are each one member (atomic ones, empty ones) is looked up by its shape
+    (:func:`_shape`: its keys, and which of its values are objects, with theirs) instead: its
+    members are its keys whatever the values say, so a condition's are known whatever its time
+    and message — the text of a kubelet's condition changed every second and missed the memo,
+    and serialising and hashing it cost more than walking it — and a node pin's whatever node it
+    names."""
     if depth >= _MEMO_DEPTH and value and isinstance(value, (dict, list)):
-        if node is not None and node.definition == _AFFINITY and node_pin_name(value) is not None:
-            return _pin_members(value, node)
-        shape = _shape(value) if isinstance(value, dict) else None
+        shape = _shape(value, node) if isinstance(value, dict) else None
         if shape is not None:
             shaped_key = (node, shape)
             shaped = _SHAPED.get(shaped_key)
@@ -250,21 +248,6 @@ def _position(value: Any, node: Node | None, depth: int = _UNMEMOISED) -> Tree:
             tree = remember(_POSITIONS, key, _walk(value, node, _UNMEMOISED), limit=_POSITIONS_MAX)
         return tree
     return _walk(value, node, depth)
-
-
-_AFFINITY: Final = "io.k8s.api.core.v1.Affinity"
-# Affinity schema node -> the members of a DaemonSet pod's node pin there (the pin's lists are
-# atomic, so its members are the same whatever node it names: the first pin's walk is every
-# pin's; the text memo missed on each pod's own name, and walked its seven levels).
-_PIN_MEMBERS: Final[dict[Node, Tree]] = {}
-
-
-def _pin_members(value: Any, node: Node) -> Tree:
-    """:func:`_position` of a node pin (``api.scheduling.node_pin_name``) at ``node``."""
-    tree = _PIN_MEMBERS.get(node)
-    if tree is None:
-        tree = _PIN_MEMBERS[node] = _walk(value, node, _UNMEMOISED)
-    return tree
 
 
 def _walk(value: Any, node: Node | None, depth: int) -> Tree:
@@ -872,7 +855,7 @@ def _created_tree(new: dict[Any, Any], node: Node | None, skip: frozenset[str],
     Every Event, and every other object of one kind created by one component, has the same
     keys: its members are then known without walking it again, and without interning the tree
     again (a digest of its JSON text, a tenth of an Event's create)."""
-    shape = _shape(new)
+    shape = _shape(new, node)
     if shape is None:
         return _interned(_object_tree(new, node, skip))
     key = (*memo_key, shape)
@@ -882,22 +865,30 @@ def _created_tree(new: dict[Any, Any], node: Node | None, skip: frozenset[str],
     return tree
 
 
-def _shape(value: dict[Any, Any]) -> tuple[Any, ...] | None:
-    """Everything the member walk reads of a list-free object: its keys, and for each whether
-    the value is an object (with that object's shape).  None when there is a list (the members
-    of keyed lists and sets depend on values) or a key that is not a string (``True`` and ``1``
-    would be one key here but two members)."""
+def _shape(value: dict[Any, Any], node: Node | None) -> tuple[Any, ...] | None:
+    """Everything the member walk reads of an object at ``node`` whose members do not depend on
+    its values: its keys, and for each whether the value is an object (with that object's
+    shape).  A list is one member, like a leaf, where the walk makes it one — empty, atomic, or
+    at a position that is not a list's — so a DaemonSet pod's node pin (atomic lists of its
+    node's name) has one shape whatever node it names.  None when a list's members depend on
+    its items (a keyed list, a set) or a key is not a string (``True`` and ``1`` would be one
+    key here but two members)."""
+    kind = node.kind if node is not None else None
+    props = node.props if node is not None and kind == "object" else None
+    values = node.values if node is not None and kind == "map" else None
     parts: list[Any] = []
     for k, v in value.items():
         if type(k) is not str:
             return None
         if isinstance(v, dict):
-            sub = _shape(v)
+            sub = _shape(v, props.get(k) if props is not None else values)
             if sub is None:
                 return None
             parts.append((k, sub))
         elif isinstance(v, list):
-            return None
+            if v and _list_keys(props.get(k) if props is not None else values) is not None:
+                return None
+            parts.append(k)
         else:
             parts.append(k)
     return tuple(parts)
