@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Kubectl
+from tests.support import realworld
 
-NODE_EXPORTER = Path("/work/shared/realworld/01-node-exporter.yaml")
+NODE_EXPORTER = realworld.folder() / "01-node-exporter.yaml"
 VERSIONS = ["1.33", "1.27"]
 
 

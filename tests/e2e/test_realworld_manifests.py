@@ -49,10 +49,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import realworld
 from tests.support.up import start_up, stop
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDER = Path(os.environ.get("EVERYNODE_REALWORLD") or ROOT.parent / "shared" / "realworld")
+FOLDER = realworld.folder()
 KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 PLACEHOLDER = "PUT_YOUR_BASE64_ENCODED_API_KEY_HERE"

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import kubectl_path
+from tests.support.realworld import manifest as realworld
 from tests.support.up import start_up, stop
 from tests.support.waiting import wait_until
 
@@ -27,16 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ["1.33", "1.27"]
 SA = "system:serviceaccount:monitoring:node-exporter"
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-def realworld(name: str) -> Path:
-    """A manifest of ``../shared/realworld/`` (the main checkout's sibling; a worktree under
-    ``wt/`` finds it one level further up)."""
-    for base in (ROOT.parent, ROOT.parent.parent):
-        path = base / "shared" / "realworld" / name
-        if path.exists():
-            return path
-    pytest.fail(f"../shared/realworld/{name} not found next to {ROOT}")
 
 
 class Up:
