@@ -613,6 +613,21 @@ class EventRecorder:
             _Job(result.event, result.observation, result.patch,
                  _strings_only(ref, self.component, host or "", reason, message)))
 
+    async def write_first(self, obj: Obj, type: str, reason: str, message: str, *, host: str | None = None,
+                          field_path: str | None = None) -> None:
+        """Write at once the Event that :meth:`event` writes for a first occurrence: the same
+        reference, source, name and typed flag, created by the same call (:meth:`_write`), but
+        with no correlator, queue or worker around it.
+
+        For ``bench``'s API floor with Events, which makes a converge's writes through the API
+        alone; never for a component, whose repeats the correlator has to see."""
+        host = host or self.host
+        ref = self._reference(obj, obj.get("metadata"), field_path)
+        now = self.clock.now()
+        event = self._make_event(ref, type, reason, message, now=now, stamp=format_rfc3339(now), host=host)
+        seen = Observation(event["metadata"]["name"], 1, event["firstTimestamp"])
+        await self._write(_Job(event, seen, None, _strings_only(ref, self.component, host or "", reason, message)))
+
     def eventf(self, obj: Obj, type: str, reason: str, fmt: str, *args: Any) -> None:
         self.event(obj, type, reason, fmt % args if args else fmt)
 

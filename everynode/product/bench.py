@@ -10,7 +10,8 @@ the floor's; ``ratio = seconds / floor_seconds`` is therefore a machine-independ
 overhead.  ``converge`` also reports ``api_floor_seconds`` and ``api_ratio`` (see
 :func:`api_floor`): the same pods' writes made through the API service alone, which splits the
 ratio into the cost of upstream's API semantics per write and the cost of the controllers around
-them.  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
+them; ``api_floor_events_seconds`` and ``api_ratio_events`` do the same with the pods' Events
+among the writes (each pod's four, written as their recorders write them).  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
 delays.  Benchmarks are never run as timed tests.  ``compiled`` says whether the hot modules ran
 as mypyc's build (everynode/compiled.py) or from source (``EVERYNODE_PURE=1``, or no fresh build).
 """
@@ -99,7 +100,7 @@ async def _storage_floor_once(n: int, *, writes_per_pod: int) -> float:
     return time.perf_counter() - t0
 
 
-async def api_floor(n: int, *, repeat: int = 3) -> float:
+async def api_floor(n: int, *, repeat: int = 3, events: bool = False) -> float:
     """Seconds for :func:`api_floor_once` of ``n`` pods: the median of ``repeat`` runs (each on
     a fresh API after a garbage collection), as :func:`storage_floor` measures the other side of
     ``api_floor_seconds / floor_seconds``.  One run was taken before: on a shared 2-core machine
@@ -107,11 +108,11 @@ async def api_floor(n: int, *, repeat: int = 3) -> float:
     by a single run carried all of that spread into the ratio."""
     runs = []
     for _ in range(repeat):
-        runs.append(await api_floor_once(n))
+        runs.append(await api_floor_once(n, events=events))
     return statistics.median(runs)
 
 
-async def api_floor_once(n: int) -> float:
+async def api_floor_once(n: int, *, events: bool = False) -> float:
     """Seconds for the same ``n`` pods' three writes — the DaemonSet controller's create, the
     scheduler's binding, the kubelet's Running + Ready status patch — made straight through the
     API service (admission, defaulting, validation, managedFields, the store with its structural
@@ -123,12 +124,22 @@ async def api_floor_once(n: int) -> float:
     that before any controller runs.  ``api_ratio = seconds / api_floor_seconds`` is the cost of
     everything around those writes — informers, work queues, the controllers' decisions, Events,
     heartbeats — and ``ratio = api_ratio × api_floor_seconds / floor_seconds`` splits the
-    contract's ratio into its two factors."""
+    contract's ratio into its two factors.
+
+    ``events=True`` adds the Events a converge writes about each pod — the scheduler's
+    ``Scheduled``, the kubelet's ``Pulled``, ``Created`` and ``Started`` — each created at once
+    as its recorder would create it (:meth:`EventRecorder.write_first`: the same body, the same
+    call), without the correlator and queue that decide it: then every write the converge makes
+    is in the floor, and ``converge / api_floor_events_seconds`` is what the components around
+    the writes cost, Events' bookkeeping included but not their writes.  (The kubelet's Events
+    name the pod as created, where the kubelet's name it as bound: one resourceVersion apart.)"""
     from everynode.apiserver.service import ApiService
+    from everynode.client.events import EventRecorder
     from everynode.client.inprocess import InProcessClient
     from everynode.clock import RealClock
     from everynode.controllers.daemonset.daemonpods import daemon_pod, pod_template_for
-    from everynode.kubelet import podstatus
+    from everynode.kubelet import containerevents, podstatus
+    from everynode.scheduler.scheduler import DEFAULT_SCHEDULER_NAME, assigned_message
 
     clock = RealClock()
     service = ApiService(MemoryStore(), clock=clock)
@@ -136,6 +147,8 @@ async def api_floor_once(n: int) -> float:
     await client.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DS_NAMESPACE}})
     ds = await client.create("daemonsets.apps", daemonset_manifest())
     template = pod_template_for(ds, "h1")
+    scheduler_events = EventRecorder(client, component=DEFAULT_SCHEDULER_NAME, clock=clock)
+    kubelet_events = EventRecorder(client, component="kubelet", clock=clock)
     gc.collect()
     t0 = time.perf_counter()
     for i in range(n):
@@ -147,6 +160,13 @@ async def api_floor_once(n: int) -> float:
         await client.create_subresource("pods", md["name"], "binding", {
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": md["name"]},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace=DS_NAMESPACE)
+        if events:
+            await scheduler_events.write_first(pod, "Normal", "Scheduled",
+                                               assigned_message(DS_NAMESPACE, md["name"], node))
+            for c in pod["spec"]["containers"]:
+                for ev in containerevents.started(c, pull_seconds=0.0):
+                    await kubelet_events.write_first(pod, ev.type, ev.reason, ev.message, host=node,
+                                                     field_path=ev.field_path)
         now = clock.rfc3339()
         ip = f"10.{(i >> 8) & 255}.{i & 255}.1"
         status = {**podstatus.placement(ip, now, ip), **podstatus.running(pod, md["uid"], now, ready=True)}
@@ -260,6 +280,7 @@ def _result(scenario: str, nodes: int, transport: str, seconds: float, cpu: floa
 async def bench_converge(nodes: int, transport: str) -> dict[str, Any]:
     floor = await storage_floor(nodes, writes_per_pod=3)  # create, bind, Ready
     through_api = await api_floor(nodes)
+    with_events = await api_floor(nodes, events=True)
     gc.collect()
     plane = await _start_plane(nodes, transport=transport)
     try:
@@ -272,7 +293,9 @@ async def bench_converge(nodes: int, transport: str) -> dict[str, Any]:
     finally:
         await plane.stop()
     return _result("converge", nodes, transport, seconds, cpu, floor, pods_per_second=round(nodes / seconds, 1),
-                   api_floor_seconds=round(through_api, 4), api_ratio=round(seconds / through_api, 2))
+                   api_floor_seconds=round(through_api, 4), api_ratio=round(seconds / through_api, 2),
+                   api_floor_events_seconds=round(with_events, 4),
+                   api_ratio_events=round(seconds / with_events, 2))
 
 
 async def bench_rollout(nodes: int, transport: str) -> dict[str, Any]:

@@ -142,6 +142,11 @@ class Diagnosis:
         return c
 
 
+def assigned_message(namespace: str, name: str, node: str) -> str:
+    """The message of the ``Scheduled`` Event of a bound pod (``schedule_one.go``)."""
+    return f"Successfully assigned {namespace}/{name} to {node}"
+
+
 class Scheduler(ControllerLifecycle):
     def __init__(self, client: Client, *, clock: Clock, informers: SharedInformerFactory | None = None,
                  recorder: EventRecorder | None = None, name: str = DEFAULT_SCHEDULER_NAME,
@@ -451,8 +456,7 @@ class Scheduler(ControllerLifecycle):
         if self.queue is not None:
             self.queue.done(pi.key)
         self.cache.unnominate(pi.key)
-        self.recorder.event(pi.pod, NORMAL, "Scheduled",
-                            f"Successfully assigned {pi.namespace}/{pi.name} to {node_name}")
+        self.recorder.event(pi.pod, NORMAL, "Scheduled", assigned_message(pi.namespace, pi.name, node_name))
 
     # -- failure, preemption --------------------------------------------------------------------
 

@@ -9,15 +9,19 @@ from everynode.product import bench
 
 def test_the_api_floor_is_the_median_of_three_runs(monkeypatch) -> None:
     runs = iter([0.5, 0.2, 0.9, 7.0])
-    taken: list[int] = []
+    taken: list[tuple[int, bool]] = []
 
-    async def once(n: int) -> float:
-        taken.append(n)
+    async def once(n: int, *, events: bool = False) -> float:
+        taken.append((n, events))
         return next(runs)
 
     monkeypatch.setattr(bench, "api_floor_once", once)
     assert asyncio.run(bench.api_floor(40)) == 0.5
-    assert taken == [40, 40, 40]
+    assert taken == [(40, False)] * 3
+    runs = iter([0.5, 0.2, 0.9, 7.0])
+    taken.clear()
+    assert asyncio.run(bench.api_floor(40, events=True)) == 0.5
+    assert taken == [(40, True)] * 3
 
 
 def test_the_storage_floor_is_the_median_of_three_runs(monkeypatch) -> None:
