@@ -670,7 +670,7 @@ class EventRecorder:
     def _suffix(self, now: float | None = None) -> str:
         # Nanoseconds in hex as upstream; strictly increasing so that events recorded at the same
         # (virtual) instant still get distinct names.
-        return f"{self._next_ns(now):x}"
+        return hex(self._next_ns(now))[2:]  # (hex(): compiled, a format spec is a slow call)
 
     def _next_ns(self, now: float | None = None) -> int:
         ns = max(int((self.clock.now() if now is None else now) * 1e9), self._last_ns + 1)
@@ -683,7 +683,8 @@ class EventRecorder:
         if not isinstance(md, dict):  # a reference given
             return _with_field_path(object_reference(obj), field_path)
         fields: dict[str, Any] = md
-        key = (*object_parts(obj, fields), fields.get("resourceVersion") or "", field_path or "")
+        kind, namespace, name, uid, api_version = object_parts(obj, fields)
+        key = (kind, namespace, name, uid, api_version, fields.get("resourceVersion") or "", field_path or "")
         references = self._references
         try:
             known = references.get(key)

@@ -24,6 +24,28 @@ def test_a_uid_is_a_random_rfc4122_version_4_uuid_in_canonical_text() -> None:
     assert set("".join(u.replace("-", "") for u in uids)) == set("0123456789abcdef")
 
 
+def test_a_forked_child_draws_uids_of_its_own() -> None:
+    """uids come from a pool of random bits (api/meta.py): a child forked with a full pool
+    must not hand out the uids its parent will."""
+    import os
+
+    meta.new_uid()  # the pool is now filled, with 255 uids left in it
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next uids, to the parent
+        try:
+            os.write(write, " ".join(meta.new_uid() for _ in range(8)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    os.waitpid(pid, 0)
+    parent = [meta.new_uid() for _ in range(8)]
+    assert len(child) == 8 and all(UUID4_TEXT.match(u) for u in child)
+    assert not set(child) & set(parent)
+
+
 def test_a_name_suffix_is_drawn_from_upstreams_alphabet() -> None:
     suffixes = [meta.random_suffix() for _ in range(2000)]
     assert {len(s) for s in suffixes} == {meta.RANDOM_LENGTH}

@@ -15,6 +15,7 @@ validate as bare ObjectMeta, so a newly registered kind is never accepted unchec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -130,6 +131,19 @@ def validate_create(resource_key: str, obj: Obj) -> list[FieldError]:
         return validate_object_meta(obj.get("metadata"), namespaced=_namespaced(resource_key),
                                     name_fn=name_is_dns_subdomain) + builtin.validate_create(resource_key, obj)
     return fn(obj)
+
+
+def create_validator(resource_key: str) -> CreateFn:
+    """:func:`validate_create` of one resource as one function, looked up once (the API's store
+    of a kind keeps it rather than dispatching on every write)."""
+    fn = _CREATE.get(resource_key)
+    return fn if fn is not None else functools.partial(validate_create, resource_key)
+
+
+def update_validator(resource_key: str) -> UpdateFn:
+    """:func:`validate_update` of one resource as one function, as :func:`create_validator`."""
+    fn = _UPDATE.get(resource_key)
+    return fn if fn is not None else functools.partial(validate_update, resource_key)
 
 
 def validate_update(resource_key: str, new: Obj, old: Obj) -> list[FieldError]:
