@@ -96,6 +96,10 @@ class LRU(Generic[K, V]):
             self._entries.move_to_end(key)
         return value
 
+    def peek(self, key: K) -> V | None:
+        """The value of ``key``, leaving the order of use as it is."""
+        return self._entries.get(key)
+
     def add(self, key: K, value: V) -> None:
         self._entries[key] = value
         self._entries.move_to_end(key)
@@ -319,11 +323,21 @@ class SpamFilter:
         if bucket is None:  # a new (or forgotten) object starts with a full bucket
             bucket = _TokenBucket(float(self.burst), now)
             self._buckets.add(key, bucket)
-        tokens = min(float(self.burst), bucket.tokens + max(0.0, now - bucket.last) * self.qps)
+        tokens = self._tokens(bucket, now)
         if tokens < 1.0:
             return True  # x/time/rate leaves the bucket untouched when it refuses
         bucket.tokens, bucket.last = tokens - 1.0, now
         return False
+
+    def refuses(self, key: Key, *, now: float) -> bool:
+        """What :meth:`skip_key` answers for ``key`` now, changing nothing (no token taken, no
+        bucket made, the order of use kept)."""
+        bucket = self._buckets.peek(key)
+        return bucket is not None and self._tokens(bucket, now) < 1.0
+
+    def _tokens(self, bucket: _TokenBucket, now: float) -> float:
+        """The bucket's tokens at ``now``, refilled since its last use."""
+        return min(float(self.burst), bucket.tokens + max(0.0, now - bucket.last) * self.qps)
 
 
 class Correlated:
@@ -385,16 +399,24 @@ class EventCorrelator:
                                     now=now, spam=_parts_spam_key(component, host, parts))
 
     def correlate_parts(self, component: str, host: str, parts: Parts, field_path: str, type: str, reason: str,
-                        message: str, *, now: float, spam: Key) -> bool:
+                        message: str, *, now: float, spam: Key, name: str = "", stamp: str = "") -> bool:
         """:meth:`correlate_unwritten` of an involved object given by its parts (``spam`` is its
-        spam key, which the recorder has made already)."""
+        spam key, which the recorder has made already).
+
+        ``name`` and ``stamp``: the name and time the event was given, for one that is written
+        when allowed but that the spam filter refuses (:meth:`EventRecorder.event`); a new
+        correlation key remembers them (the aggregate's name instead when the event was folded
+        into one), so that a later repeat patches, or creates, the Event it would have.  Without
+        them the record is unnamed: no Event will carry its name."""
         key = _parts_group_key(component, host, parts, type, reason, component, host)
         if self.aggregator.fold(key, message, now=now):
-            self.aggregator.name_suffix(now)  # the aggregate event's name
+            suffix = self.aggregator.name_suffix(now)  # the aggregate event's name
+            if name:
+                name = f"{parts[2] or ''}.{suffix}"
         else:
             key = _parts_event_key(component, host, parts, field_path, type, reason, message)
-        if self.logger.note(key) is None:  # (no Event will carry its name: an unnamed record)
-            self.logger.remember(key, Observation("", 1, ""))
+        if self.logger.note(key) is None:
+            self.logger.remember(key, Observation(name, 1, stamp))
         return self.spam_filter.skip_key(spam, now=now)
 
 
@@ -603,6 +625,17 @@ class EventRecorder:
                 self.stats.withheld += 1
             return
         stamp = format_rfc3339(now)
+        if self.correlator.spam_filter.refuses(spam, now=now):
+            # Refused whatever it says (the spam filter reads only the object and the time): it
+            # is correlated as the Event would be, from its parts, names and time, but not built
+            # — a DaemonSet's "Created pod" from the 26th pod of a burst on, for instance.
+            # (correlate_parts asks the filter again, last as upstream: nothing between the two
+            # has used it, so it refuses again)
+            self.correlator.correlate_parts(self.component, host or "", parts, ref.get("fieldPath", ""), type,
+                                            reason, message, now=now, spam=spam, name=self._event_name(ref, now),
+                                            stamp=stamp)
+            self.stats.skipped += 1
+            return
         result = self.correlator.correlate_made(self._make_event(ref, type, reason, message, now=now, stamp=stamp,
                                                                  host=host), parts, spam, now=now)
         if result.skip:
@@ -705,6 +738,10 @@ class EventRecorder:
             remember(self._sources, host or "", source, limit=_PARTS_MAX)
         return source
 
+    def _event_name(self, ref: Obj, now: float) -> str:
+        """A new Event's name: its object's, and the instant in nanoseconds (a fresh one drawn)."""
+        return f"{ref.get('name', '')}.{self._suffix(now)}"
+
     def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,
                     host: str | None = None) -> Obj:
         """``recorder.makeEvent``: a new Event, count 1, named after the object and the instant."""
@@ -712,7 +749,7 @@ class EventRecorder:
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{ref.get('name', '')}.{self._suffix(now)}",
+            "metadata": {"name": self._event_name(ref, now),
                          "namespace": ref.get("namespace") or "default"},
             "involvedObject": ref,
             "reason": reason,

@@ -335,3 +335,59 @@ async def test_events_about_one_object_share_its_reference_but_never_change_it(c
     assert "fieldPath" not in killing["involvedObject"]
     assert started["involvedObject"]["resourceVersion"] == "8"
     assert pulled["involvedObject"]["resourceVersion"] == "7"
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_refused_events_are_not_built_yet_everything_written_is_upstreams(seed, clock):
+    """An event the spam filter refuses is correlated from its parts and never built
+    (EventRecorder.event).  What the recorder writes must still be what upstream's order gives —
+    each Event made whole, then aggregated, observed and filtered (``EventCorrelator.correlate``)
+    — with small caches, buckets run dry, aggregation, and new correlation keys arriving while an
+    object's bucket is empty (their names must be the ones a later repeat patches or creates)."""
+    import random
+
+    from everynode.client.events import EventCorrelator
+    from everynode.clock import format_rfc3339
+
+    rng = random.Random(seed)
+    sink = EventSink()
+    rec = EventRecorder(sink, component="kubelet", clock=clock, cache_size=16, max_queued=100_000)
+    last_ns = [0]
+
+    def suffix(now: float) -> str:  # the recorder's names: nanoseconds, strictly increasing
+        last_ns[0] = max(int(now * 1e9), last_ns[0] + 1)
+        return f"{last_ns[0]:x}"
+
+    whole = EventCorrelator(cache_size=16, name_suffix=suffix)
+    expected: dict[tuple[str, str], Obj] = {}
+    objects = [POD, DS, NODE, {**POD, "metadata": {**POD["metadata"], "name": "web-def", "uid": "u-4"}}]
+    refused = 0
+    for i in range(1000):
+        clock.t += 400.0 if rng.random() < 0.02 else rng.choice([0.0, 0.0, 0.5, 2.0])
+        obj, host = rng.choice(objects), rng.choice(["", "node-1"])
+        type_, reason = rng.choice([NORMAL] * 5 + [WARNING]), rng.choice(["Pulled", "Created"])
+        message = f"message {rng.randrange(14)}"
+        if i % 7 == 0:  # a controller's burst about one object: aggregated from the tenth on
+            obj, host, type_, reason, message = DS, "", NORMAL, "SuccessfulCreate", f"Created pod: agent-{i}"
+        rec.event(obj, type_, reason, message, host=host)
+        ref, stamp = object_reference(obj), format_rfc3339(clock.t)
+        made = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{ref['name']}.{suffix(clock.t)}", "namespace": ref.get("namespace") or "default"},
+                "involvedObject": ref, "reason": reason, "message": message,
+                "source": {"component": "kubelet", **({"host": host} if host else {})},
+                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1, "type": type_,
+                "reportingComponent": "kubelet", "reportingInstance": host}
+        result = whole.correlate(made, now=clock.t)
+        if result.skip:
+            refused += 1
+            continue
+        key = (result.event["metadata"]["namespace"], result.event["metadata"]["name"])
+        if result.patch is not None and key in expected:
+            expected[key] = {**expected[key], **result.patch}
+        else:  # a create, or a patch of an Event never created: created with the count so far
+            expected[key] = result.event
+    await rec.flush()
+    assert refused > 50 and rec.stats.skipped == refused  # the filter ran dry, often
+    assert rec.stats.patched > 0  # repeats counted on Events made before
+    assert any(ev["message"].startswith("(combined from similar events)") for ev in sink.events.values())
+    assert sink.events == expected
