@@ -11,9 +11,10 @@ overhead.  ``converge`` also reports ``api_floor_seconds`` and ``api_ratio`` (se
 :func:`api_floor`): the same pods' writes made through the API service alone, which splits the
 ratio into the cost of upstream's API semantics per write and the cost of the controllers around
 them; ``api_floor_events_seconds`` and ``api_ratio_events`` do the same with the pods' Events
-among the writes (each pod's four, written as their recorders write them).  Pod start-up is set to 0 so that the figures measure the machinery, not the simulated
-delays.  Benchmarks are never run as timed tests.  ``compiled`` says whether the hot modules ran
-as mypyc's build (everynode/compiled.py) or from source (``EVERYNODE_PURE=1``, or no fresh build).
+among the writes (each pod's four, written as their recorders write them).  Pod start-up is set
+to 0 so that the figures measure the machinery, not the simulated delays.  Benchmarks are never
+run as timed tests.  ``compiled`` says whether the hot modules ran as mypyc's build
+(everynode/compiled.py) or from source (``EVERYNODE_PURE=1``, or no fresh build).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ async def api_floor_once(n: int, *, events: bool = False) -> float:
     the writes cost, Events' bookkeeping included but not their writes.  (The kubelet's Events
     name the pod as created, where the kubelet's name it as bound: one resourceVersion apart.)"""
     from everynode.apiserver.service import ApiService
-    from everynode.client.events import EventRecorder
+    from everynode.client.events import NORMAL, EventRecorder
     from everynode.client.inprocess import InProcessClient
     from everynode.clock import RealClock
     from everynode.controllers.daemonset.daemonpods import daemon_pod, pod_template_for
@@ -161,7 +162,7 @@ async def api_floor_once(n: int, *, events: bool = False) -> float:
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": md["name"]},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace=DS_NAMESPACE)
         if events:
-            await scheduler_events.write_first(pod, "Normal", "Scheduled",
+            await scheduler_events.write_first(pod, NORMAL, "Scheduled",
                                                assigned_message(DS_NAMESPACE, md["name"], node))
             for c in pod["spec"]["containers"]:
                 for ev in containerevents.started(c, pull_seconds=0.0):

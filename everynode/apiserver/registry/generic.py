@@ -81,9 +81,9 @@ from everynode.storage.base import (
 Obj = dict[str, Any]
 
 SubresourceCreator = Callable[[str, str, Obj, RequestOptions], Awaitable[None]]
+"""A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 CreateValidator = Callable[[Obj], list[fielderr.FieldError]]
 UpdateValidator = Callable[[Obj, Obj], list[fielderr.FieldError]]
-"""A creatable subresource (``pods/binding``): (namespace, name, body, options); 201 when it returns."""
 
 GENERATE_NAME_ATTEMPTS: Final = 8  # RetryGenerateName: a few attempts before giving up
 DELETE_CONFLICT_RETRIES: Final = 16  # a delete re-reads after a concurrent write (GuaranteedUpdate retries)
