@@ -187,6 +187,12 @@ MODULES: tuple[str, ...] = (
     "everynode.virtualtime",
 )
 
+# Hand-written C extensions built with them, from ``<module>.c`` beside the module's place: what
+# Python itself cannot do (storage/untracked.py).  Each has a Python module that does without it.
+C_MODULES: tuple[str, ...] = (
+    "everynode.storage._untrack",
+)
+
 # mypyc's shared library of the build (its runtime and the modules' code): one per build.
 GROUP = "everynode._compiled"
 LIBRARY = f"{GROUP}__mypyc"  # the module name mypyc gives that library
@@ -195,6 +201,11 @@ LIBRARY = f"{GROUP}__mypyc"  # the module name mypyc gives that library
 def source_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path:
     """The source file of a listed module."""
     return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def c_source_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path:
+    """The C source of a hand-written extension (``C_MODULES``)."""
+    return package_dir.joinpath(*module.split(".")[1:]).with_suffix(".c")
 
 
 def extension_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -207,18 +218,22 @@ def extension_path(module: str, *, package_dir: Path = PACKAGE_DIR) -> Path | No
     return None
 
 
-def build_state(modules: Sequence[str] = MODULES, *, package_dir: Path = PACKAGE_DIR) -> str:
+def build_state(modules: Sequence[str] = MODULES, *, c_modules: Sequence[str] = C_MODULES,
+                package_dir: Path = PACKAGE_DIR) -> str:
     """``"fresh"`` (every module's extension, and the build's library, is as new as its
     source or newer), ``"absent"`` (none built) or ``"stale"`` (anything in between)."""
     extensions = [extension_path(m, package_dir=package_dir) for m in modules]
+    c_extensions = [extension_path(m, package_dir=package_dir) for m in c_modules]
     library = extension_path(LIBRARY, package_dir=package_dir)
-    if library is None and not any(extensions):
+    if library is None and not any(extensions) and not any(c_extensions):
         return "absent"
-    if library is None or None in extensions:
+    if library is None or None in extensions or None in c_extensions:
         return "stale"
-    for module, extension in zip(modules, extensions, strict=True):
+    sources = [source_path(m, package_dir=package_dir) for m in modules]
+    sources += [c_source_path(m, package_dir=package_dir) for m in c_modules]
+    for source, extension in zip(sources, extensions + c_extensions, strict=True):
         assert extension is not None
-        if source_path(module, package_dir=package_dir).stat().st_mtime > extension.stat().st_mtime:
+        if source.stat().st_mtime > extension.stat().st_mtime:
             return "stale"
     # The list itself (this file) may have changed since the build: then modules left out of it
     # may still be built, and one build's modules initialise each other.
@@ -260,6 +275,8 @@ class _SourceFinder:
                   target: object = None) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.modules:
             return None
+        if fullname in C_MODULES:  # no source to run instead: its Python module does without it
+            raise ModuleNotFoundError(f"{fullname} is not used while the build is not fresh", name=fullname)
         source = source_path(fullname)
         if not source.exists():  # the build's library: nothing imports it once its modules are sources
             return None
@@ -277,5 +294,5 @@ def guard(*, environ: Mapping[str, str] = os.environ) -> str:
     if not any(isinstance(f, _SourceFinder) for f in sys.meta_path):
         # Every module with an extension, not only the listed ones: a build of another list may
         # be lying there (never a mix: see the module docstring).
-        sys.meta_path.insert(0, _SourceFinder((*MODULES, *built_modules())))
+        sys.meta_path.insert(0, _SourceFinder((*MODULES, *C_MODULES, *built_modules())))
     return state

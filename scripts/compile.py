@@ -30,19 +30,20 @@ def remove_extensions() -> None:
 
 def build() -> None:
     from mypyc.build import mypycify
-    from setuptools import setup
+    from setuptools import Extension, setup
 
     paths = [str(compiled.source_path(m).relative_to(ROOT)) for m in compiled.MODULES]
+    extensions = [Extension(m, [str(compiled.c_source_path(m).relative_to(ROOT))]) for m in compiled.C_MODULES]
     log = io.StringIO()
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
-            setup(name="everynode-compiled", ext_modules=mypycify(paths, group_name=compiled.GROUP),
+            setup(name="everynode-compiled", ext_modules=[*mypycify(paths, group_name=compiled.GROUP), *extensions],
                   script_args=["build_ext", "--inplace", "--parallel", str(os.cpu_count() or 1)])
         except (Exception, SystemExit) as e:
             raise RuntimeError(f"{e}\n{log.getvalue()[-4000:]}") from None
     # setuptools copies an extension it did not need to rebuild with its old time; it is built
     # from the sources as they are now, which is what the time stands for (compiled.build_state).
-    for module in (*compiled.MODULES, compiled.LIBRARY):
+    for module in (*compiled.MODULES, compiled.LIBRARY, *compiled.C_MODULES):
         extension = compiled.extension_path(module)
         if extension is not None:
             os.utime(extension)

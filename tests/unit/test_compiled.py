@@ -20,18 +20,21 @@ import pytest
 
 import everynode
 from everynode import compiled
+from everynode.storage import untracked
 
 ROOT = Path(__file__).resolve().parents[2]
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 MODULES = ("pkg.a", "pkg.sub.b")
+C_MODULES = ("pkg.sub._c",)
 
 
 def _fake_package(tmp_path: Path, *, built: dict[str, int]) -> Path:
-    """A package with the two MODULES as sources (time 100) and extensions with the given times."""
+    """A package with the two MODULES as sources and C_MODULES' C source (time 100), and
+    extensions with the given times."""
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
-    for name in ("a", "sub/b"):
-        source = package / f"{name}.py"
+    for name in ("a.py", "sub/b.py", "sub/_c.c"):
+        source = package / name
         source.write_text("")
         os.utime(source, (100, 100))
     for name, when in built.items():
@@ -46,30 +49,34 @@ LIB = compiled.LIBRARY.split(".", 1)[1]
 
 @pytest.mark.parametrize(("built", "state"), [
     ({}, "absent"),
-    ({"a": 200, "sub/b": 200, LIB: 200}, "fresh"),
-    ({"a": 100, "sub/b": 100, LIB: 100}, "fresh"),  # built in the same second as the edit
-    ({"a": 200, "sub/b": 50, LIB: 200}, "stale"),  # b edited since the build
-    ({"a": 200, LIB: 200}, "stale"),  # b never built
-    ({"a": 200, "sub/b": 200}, "stale"),  # no library of the build
+    ({"a": 200, "sub/b": 200, "sub/_c": 200, LIB: 200}, "fresh"),
+    ({"a": 100, "sub/b": 100, "sub/_c": 100, LIB: 100}, "fresh"),  # built in the same second as the edit
+    ({"a": 200, "sub/b": 50, "sub/_c": 200, LIB: 200}, "stale"),  # b edited since the build
+    ({"a": 200, "sub/_c": 200, LIB: 200}, "stale"),  # b never built
+    ({"a": 200, "sub/b": 200, "sub/_c": 200}, "stale"),  # no library of the build
+    ({"a": 200, "sub/b": 200, LIB: 200}, "stale"),  # the C extension never built
+    ({"a": 200, "sub/b": 200, "sub/_c": 50, LIB: 200}, "stale"),  # its C source edited since
+    ({"sub/_c": 200}, "stale"),  # only the C extension
 ])
 def test_build_state(tmp_path: Path, built: dict[str, int], state: str) -> None:
     package = _fake_package(tmp_path, built=built)
-    assert compiled.build_state(MODULES, package_dir=package) == state
+    assert compiled.build_state(MODULES, c_modules=C_MODULES, package_dir=package) == state
 
 
 def test_a_list_newer_than_the_build_is_stale(tmp_path: Path) -> None:
-    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, LIB: 200})
+    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, "sub/_c": 200, LIB: 200})
     listing = package / "compiled.py"
     listing.write_text("")
     os.utime(listing, (150, 150))
-    assert compiled.build_state(MODULES, package_dir=package) == "fresh"
+    assert compiled.build_state(MODULES, c_modules=C_MODULES, package_dir=package) == "fresh"
     os.utime(listing, (300, 300))
-    assert compiled.build_state(MODULES, package_dir=package) == "stale"
+    assert compiled.build_state(MODULES, c_modules=C_MODULES, package_dir=package) == "stale"
 
 
 def test_built_modules_are_found_whatever_the_list(tmp_path: Path) -> None:
-    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, LIB: 200})
-    assert sorted(compiled.built_modules(package_dir=package)) == ["pkg._compiled__mypyc", "pkg.a", "pkg.sub.b"]
+    package = _fake_package(tmp_path, built={"a": 200, "sub/b": 200, "sub/_c": 200, LIB: 200})
+    assert sorted(compiled.built_modules(package_dir=package)) == [
+        "pkg._compiled__mypyc", "pkg.a", "pkg.sub._c", "pkg.sub.b"]
 
 
 def test_every_listed_module_exists_as_source() -> None:
@@ -166,8 +173,9 @@ def test_no_source_class_subclasses_a_compiled_one() -> None:
 @pytest.mark.skipif(not os.environ.get("CI"), reason="outside CI the build is optional (no C compiler: sources)")
 def test_ci_runs_the_compiled_build() -> None:
     assert everynode.BUILD == "fresh", "scripts/test.sh compiles the hot modules before the tests"
-    for module in compiled.MODULES:
+    for module in (*compiled.MODULES, *compiled.C_MODULES):
         assert compiled.running_compiled(importlib.import_module(module)), module
+    assert untracked.ACTIVE
 
 
 def _run(code: str, **env: str) -> str:
@@ -182,6 +190,13 @@ def test_everynode_pure_runs_every_listed_module_from_source() -> None:
                "print(everynode.BUILD, any(compiled.running_compiled(importlib.import_module(m)) "
                "for m in compiled.MODULES))", EVERYNODE_PURE="1")
     assert out in ("pure False", "absent False")
+
+
+def test_everynode_pure_does_without_the_c_extensions() -> None:
+    """Their Python modules' fallbacks, as without a build: never a build's C beside sources."""
+    out = _run("import everynode; from everynode.storage import untracked; "
+               "print(untracked.ACTIVE, untracked.untrack({'a': [{}]}))", EVERYNODE_PURE="1")
+    assert out == "False False"
 
 
 @pytest.mark.skipif(everynode.BUILD != "fresh", reason="without a build the suite itself ran the sources")
