@@ -29,6 +29,10 @@ never imposed on an embedding program (``everynode.Cluster``) beyond the call th
   no cyclic garbage to speak of.  The limit keeps memory bounded if a plan ever does (a pass
   then walks the pile once, as the default pace would have over time).
 
+What the passes walk at all matters more than either: the stored objects, most of a control
+plane's containers, are outside the collector since the store untracks them
+(storage/untracked.py); the figures below were measured before, when every version was walked.
+
 The pace matters more than the freeze: ``everynode plan`` ran at CPython's default pace until
 it used :func:`own_pace`.  The same callgrind run at the default pace against
 :data:`GC_THRESHOLDS` (both with the freeze): the collector's work 1,564 → 799 million

@@ -25,14 +25,21 @@
  * sub-tree), 0 if it stays tracked. */
 static int untrack_value(PyObject *value, int depth)
 {
-    if (!PyObject_IS_GC(value) || !PyObject_GC_IsTracked(value)) {
+    /* The type first, by address: most values are strings and numbers, told apart without
+     * looking further than their type. */
+    PyTypeObject *type = Py_TYPE(value);
+    int is_dict = type == &PyDict_Type;
+    if (!is_dict && type != &PyList_Type) {
+        return !PyType_IS_GC(type) || !PyObject_GC_IsTracked(value);
+    }
+    if (!PyObject_GC_IsTracked(value)) {
         return 1;
     }
     if (depth >= MAX_DEPTH) {
         return 0;
     }
     int all = 1;
-    if (PyDict_CheckExact(value)) {
+    if (is_dict) {
         Py_ssize_t pos = 0;
         PyObject *key;
         PyObject *item;
@@ -41,15 +48,13 @@ static int untrack_value(PyObject *value, int depth)
                 all = 0;
             }
         }
-    } else if (PyList_CheckExact(value)) {
+    } else {
         Py_ssize_t n = PyList_GET_SIZE(value);
         for (Py_ssize_t i = 0; i < n; i++) {
             if (!untrack_value(PyList_GET_ITEM(value, i), depth + 1)) {
                 all = 0;
             }
         }
-    } else {
-        return 0;
     }
     if (all) {
         PyObject_GC_UnTrack(value);
