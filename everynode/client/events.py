@@ -201,6 +201,12 @@ def _unix_nano_suffix(now: float) -> str:
     return f"{int(now * 1e9):x}"
 
 
+def event_name(object_name: object, suffix: str) -> str:
+    """A new Event's name (``makeEvent``, and an aggregate's): its object's name and the
+    instant's suffix, nanoseconds in hex."""
+    return f"{object_name}.{suffix}"
+
+
 class EventAggregator:
     """Step 1: fold events that differ only by message into one aggregate event."""
 
@@ -226,7 +232,7 @@ class EventAggregator:
         combined: Obj = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{ref.get('name', '')}.{self._name_suffix(now)}",
+            "metadata": {"name": event_name(ref.get("name", ""), self._name_suffix(now)),
                          "namespace": event["metadata"]["namespace"]},
             "involvedObject": ref,
             "reason": event.get("reason", ""),
@@ -412,7 +418,7 @@ class EventCorrelator:
         if self.aggregator.fold(key, message, now=now):
             suffix = self.aggregator.name_suffix(now)  # the aggregate event's name
             if name:
-                name = f"{parts[2] or ''}.{suffix}"
+                name = event_name(parts[2] or "", suffix)
         else:
             key = _parts_event_key(component, host, parts, field_path, type, reason, message)
         if self.logger.note(key) is None:
@@ -632,7 +638,8 @@ class EventRecorder:
             # (correlate_parts asks the filter again, last as upstream: nothing between the two
             # has used it, so it refuses again)
             self.correlator.correlate_parts(self.component, host or "", parts, ref.get("fieldPath", ""), type,
-                                            reason, message, now=now, spam=spam, name=self._event_name(ref, now),
+                                            reason, message, now=now, spam=spam,
+                                            name=event_name(ref.get("name", ""), self._suffix(now)),
                                             stamp=stamp)
             self.stats.skipped += 1
             return
@@ -738,10 +745,6 @@ class EventRecorder:
             remember(self._sources, host or "", source, limit=_PARTS_MAX)
         return source
 
-    def _event_name(self, ref: Obj, now: float) -> str:
-        """A new Event's name: its object's, and the instant in nanoseconds (a fresh one drawn)."""
-        return f"{ref.get('name', '')}.{self._suffix(now)}"
-
     def _make_event(self, ref: Obj, type: str, reason: str, message: str, *, now: float, stamp: str,
                     host: str | None = None) -> Obj:
         """``recorder.makeEvent``: a new Event, count 1, named after the object and the instant."""
@@ -749,7 +752,7 @@ class EventRecorder:
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": self._event_name(ref, now),
+            "metadata": {"name": event_name(ref.get("name", ""), self._suffix(now)),
                          "namespace": ref.get("namespace") or "default"},
             "involvedObject": ref,
             "reason": reason,
